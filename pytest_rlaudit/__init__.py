@@ -1,0 +1,55 @@
+"""pytest-rlaudit: robustness audits of RL agents as pytest tests.
+
+>>> import pytest_rlaudit
+>>> pytest_rlaudit.scenarios.DEPLOYMENT
+('jitter', 'delay', 'spike', 'obs_noise')
+
+Public names are imported on first use (PEP 562), so loading the pytest plugin costs
+every other test run nothing: no gymnasium, scipy, torch, stable-baselines3 or
+hypothesis until an audit runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "audit": "audit",
+    "AuditResult": "audit",
+    "ScenarioResult": "audit",
+    "Scenario": "scenarios",
+    "as_policy": "policies",
+    "Policy": "policies",
+    "RLAuditError": "errors",
+    "RolloutError": "errors",
+    "UnknownEnvError": "errors",
+    "UnknownScenarioError": "errors",
+}
+_SUBMODULES = ("scenarios", "perturbations", "policies", "envs", "rollout", "errors")
+
+__all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import scenarios
+    from .audit import AuditResult, ScenarioResult, audit
+    from .errors import RLAuditError, RolloutError, UnknownEnvError, UnknownScenarioError
+    from .policies import Policy, as_policy
+    from .scenarios import Scenario
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'pytest_rlaudit' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS, *_SUBMODULES})

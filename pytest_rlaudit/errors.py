@@ -1,0 +1,59 @@
+"""Exceptions and warnings of pytest-rlaudit.
+
+Each error says what went wrong and how to fix it; most also subclass the builtin
+a user would expect (``ValueError`` for bad input, ``LookupError`` for unknown names),
+so ``except ValueError`` keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "RLAuditError",
+    "UnknownEnvError",
+    "UnknownScenarioError",
+    "PerturbationError",
+    "PolicyError",
+    "RolloutError",
+    "RolloutCapWarning",
+]
+
+
+class RLAuditError(Exception):
+    """Base class of every pytest-rlaudit error."""
+
+
+class UnknownEnvError(RLAuditError, LookupError):
+    """A Gymnasium id that is not registered."""
+
+
+class UnknownScenarioError(RLAuditError, LookupError):
+    """A scenario name that is not in the registry."""
+
+
+class PerturbationError(RLAuditError, ValueError):
+    """A perturbation wrapper was given arguments it cannot honour."""
+
+
+class PolicyError(RLAuditError, TypeError):
+    """An agent that cannot be adapted to the batched policy protocol."""
+
+
+class RolloutError(RLAuditError, RuntimeError):
+    """The agent or the env failed during a rollout.
+
+    ``scenario``, ``episode`` and ``step`` say where; ``__cause__`` holds the original
+    exception when there was one.
+    """
+
+    def __init__(
+        self, message: str, *, scenario: str | None = None, episode: int | None = None,
+        step: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.scenario = scenario
+        self.episode = episode
+        self.step = step
+
+
+class RolloutCapWarning(RuntimeWarning):
+    """Episodes were cut at the cap on agent steps per episode."""

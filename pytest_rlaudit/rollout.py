@@ -1,0 +1,365 @@
+"""The batched lock-step episode runner (DESIGN section 6).
+
+All (scenario, episode) pairs of an audit share one pool of ``batch_size`` env slots.
+At every decision step the runner makes one policy call for all active slots; a slot
+whose episode ends takes the next pair from the queue, so policy calls stay as large as
+possible until the queue drains. Episode ``i`` of every scenario is reset with env seed
+``seed + i``, and each perturbation draws from a stream keyed on (seed, i, scenario)
+(DESIGN section 5). Results are stored by (scenario, episode): they never depend on the
+batch size, the order of the queue or the process that ran them.
+
+>>> import numpy as np
+>>> from pytest_rlaudit import scenarios
+>>> from pytest_rlaudit.envs import env_spec
+>>> from pytest_rlaudit.policies import as_policy
+>>> policy = as_policy(lambda obs: (obs[:, 2] + obs[:, 3] > 0).astype(np.int64))
+>>> out = run_episodes(policy, env_spec("CartPole-v1"), scenarios.resolve(["nominal", "jitter"]),
+...                    episodes=3, seed=0)
+>>> out["nominal"].returns.shape
+(3,)
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ._seeding import POLICY_STREAM, episode_seed_sequence
+from .envs import AuditEnv
+from .errors import RolloutCapWarning, RolloutError
+from .perturbations import seed_perturbations
+from .policies import Policy
+from .scenarios import Scenario
+
+__all__ = ["EpisodeBatch", "run_episodes", "DEFAULT_MAX_STEPS", "DEFAULT_BATCH_SIZE"]
+
+#: Cap on agent steps per episode; longer episodes are cut with a RolloutCapWarning.
+DEFAULT_MAX_STEPS = 10_000
+#: Slots in the pool when ``batch_size`` is None (measured in benchmarks/bench_rollout.py:
+#: larger batches cost little more per call, so fewer calls win until env steps dominate).
+DEFAULT_BATCH_SIZE = 128
+
+
+@dataclass(frozen=True)
+class EpisodeBatch:
+    """Per-episode outcomes of one scenario, indexed by episode position.
+
+    ``returns``: summed rewards; ``lengths``: agent decisions; ``env_steps``: environment
+    steps (more than ``lengths`` when actions are held, as under ``speed_5x``);
+    ``capped``: whether the episode was cut at the step cap; ``seeds``: env reset seeds.
+    """
+
+    scenario: str
+    seeds: np.ndarray
+    returns: np.ndarray
+    lengths: np.ndarray
+    env_steps: np.ndarray
+    capped: np.ndarray
+
+
+class _StepCounter(gym.Wrapper):
+    """Counts environment steps below the perturbations (they may repeat actions)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.count = 0
+
+    def reset(self, **kwargs: Any):
+        self.count = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any):
+        self.count += 1
+        return self.env.step(action)
+
+
+class _Slot:
+    __slots__ = ("job", "env", "counter", "obs", "state", "ret", "steps")
+
+    def __init__(self) -> None:
+        self.job: tuple[int, int] | None = None
+        self.env: gym.Env | None = None
+        self.counter: _StepCounter | None = None
+        self.obs: Any = None
+        self.state: Any = None
+        self.ret = 0.0
+        self.steps = 0
+
+
+def _where(scenario: str, episode: int, seed: int, step: int) -> str:
+    return f"scenario {scenario!r}, episode {episode} (env seed {seed + episode}), agent step {step}"
+
+
+def _check_obs(obs: Any, scenario: str, episode: int, seed: int, step: int) -> None:
+    arrays = obs.values() if isinstance(obs, dict) else (obs,)
+    if not all(np.asarray(a).dtype.kind != "f" or np.isfinite(a).all() for a in arrays):
+        raise RolloutError(
+            f"the env returned a non-finite observation {obs!r} at {_where(scenario, episode, seed, step)}",
+            scenario=scenario, episode=episode, step=step,
+        )
+
+
+def _all_finite(batch: Any) -> bool:
+    arrays = batch.values() if isinstance(batch, dict) else (batch,)
+    return all(a.dtype.kind != "f" or bool(np.isfinite(a).all()) for a in arrays)
+
+
+def _stack(observations: list[Any]) -> Any:
+    first = observations[0]
+    if isinstance(first, dict):
+        return {k: np.stack([o[k] for o in observations]) for k in first}
+    return np.stack(observations)
+
+
+class _ActionChecker:
+    """Vectorised validation of a batch of actions against the env's action space."""
+
+    def __init__(self, space: spaces.Space) -> None:
+        self.space = space
+        if isinstance(space, spaces.Discrete):
+            self.kind = "discrete"
+            self.low, self.high = int(space.start), int(space.start + space.n - 1)
+        elif isinstance(space, spaces.Box):
+            self.kind = "box"
+        else:
+            self.kind = "generic"
+
+    def __call__(self, actions: Any, n: int) -> tuple[np.ndarray | list[Any], int | None]:
+        """Return the actions to step with and the index of the first bad one (or None)."""
+        if self.kind == "generic":
+            acts = list(actions)
+            if len(acts) != n:
+                raise ValueError(f"the agent returned {len(acts)} actions for {n} observations")
+            for i, a in enumerate(acts):
+                if not self.space.contains(a):
+                    return acts, i
+            return acts, None
+        acts = np.asarray(actions)
+        if self.kind == "discrete":
+            if acts.ndim == 2 and acts.shape[1] == 1:
+                acts = acts[:, 0]
+            if acts.shape != (n,):
+                raise ValueError(
+                    f"the agent returned actions of shape {acts.shape} for {n} observations; "
+                    f"a Discrete action space needs shape ({n},)"
+                )
+            if acts.dtype.kind == "f":
+                integral = np.isfinite(acts) & (acts == np.round(acts))
+                if not integral.all():
+                    return acts, int(np.argmin(integral))
+                acts = acts.astype(np.int64)
+            elif acts.dtype.kind not in "iub":
+                return acts, 0
+            bad = (acts < self.low) | (acts > self.high)
+            return acts, (int(np.argmax(bad)) if bad.any() else None)
+        shape = (n, *self.space.shape)
+        if acts.shape != shape:
+            if acts.size == math.prod(shape):
+                acts = acts.reshape(shape)
+            else:
+                raise ValueError(
+                    f"the agent returned actions of shape {acts.shape} for {n} observations; "
+                    f"this Box action space needs shape {shape}"
+                )
+        acts = acts.astype(self.space.dtype, copy=False)
+        ok = (np.isfinite(acts) & (acts >= self.space.low) & (acts <= self.space.high))
+        ok = ok.reshape(n, -1).all(axis=1)
+        return acts, (int(np.argmin(ok)) if not ok.all() else None)
+
+
+def run_episodes(
+    policy: Policy,
+    env: AuditEnv,
+    scenarios: Sequence[Scenario],
+    episodes: int | Sequence[int],
+    *,
+    seed: int = 0,
+    batch_size: int | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+) -> dict[str, EpisodeBatch]:
+    """Run ``episodes`` of every scenario with ``policy``, batched, and return them by name.
+
+    ``episodes`` is a count (episode indices ``0 .. n-1``) or explicit episode indices;
+    episode ``i`` resets with env seed ``seed + i``. ``batch_size`` (default
+    :data:`DEFAULT_BATCH_SIZE`) is the number of env slots. Exceptions from the agent or
+    the env are re-raised as :class:`RolloutError` naming scenario, episode and step.
+    """
+    indices = list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
+    if isinstance(episodes, (int, np.integer)) and episodes < 1:
+        raise ValueError(f"episodes must be at least 1, got {episodes}")
+    if not scenarios:
+        raise ValueError("run_episodes needs at least one scenario")
+    if int(seed) != seed or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if batch_size is None:
+        batch_size = DEFAULT_BATCH_SIZE
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if int(max_steps) != max_steps or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+    seed, batch_size = int(seed), int(batch_size)
+
+    names = [s.name for s in scenarios]
+    n_eps = len(indices)
+    returns = np.zeros((len(scenarios), n_eps), dtype=np.float64)
+    lengths = np.zeros((len(scenarios), n_eps), dtype=np.int64)
+    env_steps = np.zeros((len(scenarios), n_eps), dtype=np.int64)
+    capped = np.zeros((len(scenarios), n_eps), dtype=bool)
+
+    queue: deque[tuple[int, int]] = deque(
+        (s, e) for s in range(len(scenarios)) for e in range(n_eps)
+    )
+    free: dict[int, list[tuple[gym.Env, _StepCounter]]] = {s: [] for s in range(len(scenarios))}
+    made: list[gym.Env] = []
+    base_ids: set[int] = set()
+
+    def make(s: int) -> tuple[gym.Env, _StepCounter]:
+        if free[s]:
+            return free[s].pop()
+        base = env.make()
+        if id(base) in base_ids:
+            raise ValueError(
+                f"the env factory for {env.name!r} returned the same env object twice; it must "
+                "build a new env on each call (the audit runs several envs side by side)"
+            )
+        base_ids.add(id(base))
+        counter = _StepCounter(base)
+        try:
+            wrapped = scenarios[s].wrap(counter)
+        except Exception:
+            base.close()
+            raise
+        made.append(wrapped)
+        return wrapped, counter
+
+    first_env = make(0)
+    free[0].append(first_env)
+    probe = first_env[1]
+    if hasattr(policy, "bind"):
+        policy.bind(probe.observation_space, probe.action_space)
+    check_actions = _ActionChecker(probe.action_space)
+    stateful = bool(getattr(policy, "stateful", False))
+    policy.reset()
+
+    slots = [_Slot() for _ in range(min(batch_size, len(queue)))]
+
+    def start(slot: _Slot) -> bool:
+        if not queue:
+            slot.job = None
+            return False
+        s, e = queue.popleft()
+        episode = indices[e]
+        if slot.env is None or slot.job is None or slot.job[0] != s:
+            if slot.env is not None and slot.job is not None:
+                free[slot.job[0]].append((slot.env, slot.counter))
+            slot.env, slot.counter = make(s)
+        slot.job = (s, e)
+        slot.ret, slot.steps = 0.0, 0
+        seed_perturbations(slot.env, episode_seed_sequence(seed, episode, names[s]))
+        try:
+            obs, _ = slot.env.reset(seed=seed + episode)
+        except Exception as exc:
+            raise RolloutError(
+                f"env reset failed ({type(exc).__name__}: {exc}) at {_where(names[s], episode, seed, 0)}",
+                scenario=names[s], episode=episode, step=0,
+            ) from exc
+        slot.obs = obs
+        if stateful:
+            slot.state = policy.initial_state(episode_seed_sequence(seed, episode, POLICY_STREAM))
+        return True
+
+    def finish(slot: _Slot, was_capped: bool) -> None:
+        s, e = slot.job
+        returns[s, e] = slot.ret
+        lengths[s, e] = slot.steps
+        env_steps[s, e] = slot.counter.count
+        capped[s, e] = was_capped
+
+    try:
+        active = [slot for slot in slots if start(slot)]
+        while active:
+            obs_batch = _stack([slot.obs for slot in active])
+            if not _all_finite(obs_batch):
+                for slot in active:  # rare: find the culprit for the message
+                    _check_obs(slot.obs, names[slot.job[0]], indices[slot.job[1]], seed, slot.steps)
+            states = [slot.state for slot in active] if stateful else None
+            try:
+                actions, new_states = policy.act(obs_batch, states)
+                actions, bad = check_actions(actions, len(active))
+            except Exception as exc:
+                where = "; ".join(
+                    _where(names[sl.job[0]], indices[sl.job[1]], seed, sl.steps)
+                    for sl in active[:3]
+                )
+                more = f" and {len(active) - 3} more" if len(active) > 3 else ""
+                first = active[0]
+                raise RolloutError(
+                    f"the agent failed ({type(exc).__name__}: {exc}) in a batched call for "
+                    f"{where}{more}",
+                    scenario=names[first.job[0]], episode=indices[first.job[1]], step=first.steps,
+                ) from exc
+            if bad is not None:
+                sl = active[bad]
+                name, episode = names[sl.job[0]], indices[sl.job[1]]
+                raise RolloutError(
+                    f"the agent returned action {actions[bad]!r}, which is not in the action space "
+                    f"{check_actions.space} (non-finite or out of bounds), at "
+                    f"{_where(name, episode, seed, sl.steps)}. Fix the policy's output, or clip "
+                    "it (gymnasium.wrappers.ClipAction) if that is what deployment does.",
+                    scenario=name, episode=episode, step=sl.steps,
+                )
+            still = []
+            for i, slot in enumerate(active):
+                if stateful:
+                    slot.state = new_states[i]
+                try:
+                    obs, reward, terminated, truncated, _ = slot.env.step(actions[i])
+                except Exception as exc:
+                    name, episode = names[slot.job[0]], indices[slot.job[1]]
+                    raise RolloutError(
+                        f"env step failed ({type(exc).__name__}: {exc}) at "
+                        f"{_where(name, episode, seed, slot.steps)}",
+                        scenario=name, episode=episode, step=slot.steps,
+                    ) from exc
+                slot.steps += 1
+                reward = float(reward)
+                if not math.isfinite(reward):
+                    name, episode = names[slot.job[0]], indices[slot.job[1]]
+                    raise RolloutError(
+                        f"the env returned a non-finite reward {reward} at "
+                        f"{_where(name, episode, seed, slot.steps)}",
+                        scenario=name, episode=episode, step=slot.steps,
+                    )
+                slot.ret += reward
+                if terminated or truncated or slot.steps >= max_steps:
+                    finish(slot, not (terminated or truncated))
+                    if start(slot):
+                        still.append(slot)
+                else:
+                    slot.obs = obs
+                    still.append(slot)
+            active = still
+    finally:
+        for wrapped in made:
+            wrapped.close()
+
+    n_capped = int(capped.sum())
+    if n_capped:
+        warnings.warn(
+            f"{n_capped} episode(s) reached the cap of {max_steps} agent steps and were cut "
+            "there; their returns are partial. Raise max_steps, or give the env a TimeLimit.",
+            RolloutCapWarning, stacklevel=2,
+        )
+    seeds = np.asarray([seed + i for i in indices], dtype=np.int64)
+    return {
+        name: EpisodeBatch(name, seeds, returns[s], lengths[s], env_steps[s], capped[s])
+        for s, name in enumerate(names)
+    }
