@@ -4,6 +4,9 @@
 >>> pytest_rlaudit.scenarios.DEPLOYMENT
 ('jitter', 'delay', 'spike', 'obs_noise')
 
+(``audit()`` lives in ``pytest_rlaudit.auditing``: a submodule named ``audit`` would
+replace the function on the package as soon as it is imported.)
+
 Public names are imported on first use (PEP 562), so loading the pytest plugin costs
 every other test run nothing: no gymnasium, scipy, torch, stable-baselines3 or
 hypothesis until an audit runs.
@@ -17,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "audit": "audit",
-    "AuditResult": "audit",
-    "ScenarioResult": "audit",
+    "audit": "auditing",
+    "AuditResult": "auditing",
+    "ScenarioResult": "auditing",
     "Scenario": "scenarios",
     "as_policy": "policies",
     "Policy": "policies",
@@ -28,13 +31,13 @@ _EXPORTS = {
     "UnknownEnvError": "errors",
     "UnknownScenarioError": "errors",
 }
-_SUBMODULES = ("scenarios", "perturbations", "policies", "envs", "rollout", "errors")
+_SUBMODULES = ("scenarios", "perturbations", "policies", "envs", "rollout", "auditing", "errors")
 
 __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import scenarios
-    from .audit import AuditResult, ScenarioResult, audit
+    from .auditing import AuditResult, ScenarioResult, audit
     from .errors import RLAuditError, RolloutError, UnknownEnvError, UnknownScenarioError
     from .policies import Policy, as_policy
     from .scenarios import Scenario

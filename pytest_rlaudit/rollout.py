@@ -107,6 +107,11 @@ def _check_obs(obs: Any, scenario: str, episode: int, seed: int, step: int) -> N
         )
 
 
+def _show(action: Any) -> str:
+    value = np.asarray(action)
+    return repr(value.tolist()) if value.dtype != object else repr(action)
+
+
 def _all_finite(batch: Any) -> bool:
     arrays = batch.values() if isinstance(batch, dict) else (batch,)
     return all(a.dtype.kind != "f" or bool(np.isfinite(a).all()) for a in arrays)
@@ -310,8 +315,8 @@ def run_episodes(
                 sl = active[bad]
                 name, episode = names[sl.job[0]], indices[sl.job[1]]
                 raise RolloutError(
-                    f"the agent returned action {actions[bad]!r}, which is not in the action space "
-                    f"{check_actions.space} (non-finite or out of bounds), at "
+                    f"the agent returned action {_show(actions[bad])}, which is not in the action space "
+                    f"{check_actions.space} (non-finite, out of bounds or of the wrong type), at "
                     f"{_where(name, episode, seed, sl.steps)}. Fix the policy's output, or clip "
                     "it (gymnasium.wrappers.ClipAction) if that is what deployment does.",
                     scenario=name, episode=episode, step=sl.steps,

@@ -1,0 +1,109 @@
+"""The scenario registry and the env specs."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from pytest_rlaudit import Scenario, scenarios
+from pytest_rlaudit.envs import env_spec
+from pytest_rlaudit.errors import PerturbationError, UnknownEnvError, UnknownScenarioError
+from pytest_rlaudit.perturbations import ObservationNoise, Speed
+
+
+def test_registry_has_the_six_timing_audit_names_and_the_extras():
+    assert {"nominal", "speed_5x", "jitter", "delay", "spike", "obs_noise"} <= set(scenarios.names())
+    assert set(scenarios.EXTRAS) <= set(scenarios.names())
+    assert scenarios.DEPLOYMENT == ("jitter", "delay", "spike", "obs_noise")
+    assert scenarios.STRESS == ("speed_5x",)
+    for name in scenarios.DEPLOYMENT:
+        assert scenarios.get(name).category == "deployment"
+    assert scenarios.get("speed_5x").category == "stress"
+
+
+def test_default_parameters_match_the_design():
+    assert dict(scenarios.get("speed_5x").params) == {"k": 5}
+    assert dict(scenarios.get("jitter").params) == {"base": 2, "jitter": 1}
+    assert dict(scenarios.get("delay").params) == {"steps": 1}
+    assert dict(scenarios.get("spike").params) == {"start": 20, "duration": 20, "k": 5}
+    assert dict(scenarios.get("obs_noise").params) == {"sigma": 0.1}
+
+
+@pytest.mark.parametrize("name", [n for n in scenarios.names()])
+def test_every_registered_scenario_wraps_cartpole_and_steps(name):
+    env = scenarios.get(name).wrap(gym.make("CartPole-v1"))
+    obs, _ = env.reset(seed=0)
+    obs, reward, *_ = env.step(0)
+    assert np.isfinite(obs).all() and reward >= 1.0
+
+
+def test_unknown_scenario_lists_the_known_ones_and_suggests():
+    with pytest.raises(UnknownScenarioError, match=r"'jiter'.*Did you mean 'jitter'.*speed_5x"):
+        scenarios.get("jiter")
+    with pytest.raises(LookupError):  # also a LookupError for generic handlers
+        scenarios.resolve(["delay", "nope"])
+
+
+def test_with_params_overrides_and_rejects_unknown_names():
+    s = scenarios.get("jitter").with_params(jitter=2)
+    assert s.params["jitter"] == 2 and s.params["base"] == 2 and s.name == "jitter"
+    assert scenarios.get("jitter").params["jitter"] == 1  # the registry is untouched
+    with pytest.raises(PerturbationError, match="no parameter 'sigma'.*base, jitter"):
+        scenarios.get("jitter").with_params(sigma=0.3)
+    with pytest.raises(PerturbationError, match="takes no parameters"):
+        scenarios.get("nominal").with_params(k=2)
+    with pytest.raises(PerturbationError, match="k must be >= 1"):
+        scenarios.get("speed_5x").with_params(k=0).wrap(gym.make("CartPole-v1"))
+
+
+def test_scenarios_are_immutable_and_hashable():
+    s = scenarios.get("delay")
+    with pytest.raises(TypeError):
+        s.params["steps"] = 3  # type: ignore[index]
+    assert hash(s) == hash(scenarios.get("delay"))
+    assert s == scenarios.get("delay").with_params()
+    assert s != s.with_params(steps=2)
+
+
+def test_register_custom_scenarios_and_guard_names():
+    custom = Scenario("test_noisy_imu", "custom", ObservationNoise, {"sigma": 0.3})
+    scenarios.register(custom)
+    assert scenarios.get("test_noisy_imu") is custom
+    with pytest.raises(ValueError, match="already registered"):
+        scenarios.register(Scenario("test_noisy_imu", "custom", Speed, {"k": 2}))
+    with pytest.raises(ValueError, match="category must be one of"):
+        Scenario("bad", "deploy", Speed)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="listed twice"):
+        scenarios.resolve(["delay", "delay"])
+
+
+def test_resolve_defaults_to_the_deployment_and_stress_suites():
+    assert [s.name for s in scenarios.resolve(None)] == [*scenarios.DEPLOYMENT, *scenarios.STRESS]
+    assert [s.name for s in scenarios.resolve("spike")] == ["spike"]
+
+
+# ------------------------------------------------------------------------- envs
+
+
+def test_unknown_env_id_names_it_and_suggests_close_matches():
+    with pytest.raises(UnknownEnvError, match=r"'CartPol-v1'.*Did you mean 'CartPole-v1'"):
+        env_spec("CartPol-v1")
+    with pytest.raises(UnknownEnvError, match="'cartpole'.*CartPole-v"):
+        env_spec("cartpole")
+
+
+def test_env_spec_accepts_ids_specs_and_factories():
+    assert env_spec("CartPole-v1").make().spec.id == "CartPole-v1"
+    assert env_spec(gym.spec("Pendulum-v1")).make().spec.id == "Pendulum-v1"
+    factory = env_spec(lambda: gym.make("CartPole-v1"))
+    assert factory.make() is not factory.make()
+
+
+def test_env_instances_and_bad_factories_are_clear_errors():
+    with pytest.raises(TypeError, match="zero-argument factory"):
+        env_spec(gym.make("CartPole-v1"))
+    with pytest.raises(TypeError, match="not a gymnasium.Env"):
+        env_spec(lambda: 42).make()
+    with pytest.raises(TypeError, match="Gymnasium id"):
+        env_spec(3.5)  # type: ignore[arg-type]
