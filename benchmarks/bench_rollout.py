@@ -34,6 +34,7 @@ Run (from the repository root; about 1-2 minutes by default)::
     python benchmarks/bench_rollout.py
     python benchmarks/bench_rollout.py --quick          # smoke run, a few seconds
     python benchmarks/bench_rollout.py --profile        # also cProfile one audit() call
+    python benchmarks/bench_rollout.py --torch-threads 1  # same, with one torch thread
 """
 
 from __future__ import annotations
@@ -205,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 5 episodes, 2 repeats, 1 naive repeat, 1 sweep repeat")
+    ap.add_argument("--torch-threads", type=int, default=None,
+                    help="torch.set_num_threads(N) for all ways (default: leave torch's default)")
     ap.add_argument("--no-sweep", action="store_true", help="skip the batch-size sweep")
     ap.add_argument("--profile", action="store_true",
                     help="also cProfile one audit() call and print the top functions")
@@ -218,8 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     scen = suite()
     n_jobs = len(scen) * episodes
 
+    if args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
+    threads = "set by --torch-threads" if args.torch_threads is not None else "left at default"
     print(f"python {sys.version.split()[0]}, torch {torch.__version__} "
-          f"(torch.get_num_threads() = {torch.get_num_threads()}, left at default), "
+          f"(torch.get_num_threads() = {torch.get_num_threads()}, {threads}), "
           f"gymnasium {gym.__version__}, numpy {np.__version__}")
     print(f"model {MODEL.name} on {ENV_ID}; scenarios: {', '.join(s.name for s in scen)}; "
           f"{episodes} episodes each = {n_jobs} episodes; seed {seed}; audit batch_size "

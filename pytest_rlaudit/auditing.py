@@ -55,7 +55,7 @@ class ScenarioResult:
 
     @property
     def episodes(self) -> int:
-        return int(len(self.returns))
+        return len(self.returns)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain floats, ints and strings only (JSON and xdist safe)."""
@@ -144,7 +144,7 @@ class AuditResult:
         lines = [header, ""]
         for row in rows:
             lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+                                   for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
         lines.append("(agent steps and env steps are medians per episode)")
         return "\n".join(lines)
 

@@ -144,7 +144,7 @@ def seed_perturbations(env: gym.Env, seed: np.random.SeedSequence) -> None:
         if isinstance(current, Perturbation):
             layers.append(current)
         current = current.env
-    for layer, child in zip(layers, seed.spawn(len(layers))):
+    for layer, child in zip(layers, seed.spawn(len(layers)), strict=True):
         layer.seed_perturbation(child)
 
 

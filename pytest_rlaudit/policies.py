@@ -319,7 +319,7 @@ def _load_vec_normalize(vec_normalize: Any) -> Any:
         raise PolicyError(f"vec_normalize file {str(path)!r} does not exist")
     # VecNormalize.load() wants a venv only to wrap it; the statistics are all we need.
     with path.open("rb") as f:
-        loaded = pickle.load(f)  # noqa: S301 - the user's own training artefact
+        loaded = pickle.load(f)
     if not hasattr(loaded, "normalize_obs"):
         raise PolicyError(f"{str(path)!r} does not hold a VecNormalize (got {type(loaded).__name__})")
     return loaded
@@ -370,7 +370,7 @@ def _algo_from_zip(path: Path) -> str:
 def load_sb3(path: str | os.PathLike[str], algo: str | None = None) -> Any:
     """Load an SB3 model from a ``.zip``, reading the algorithm from the file if not given.
 
-    >>> model = load_sb3("examples/ppo_cartpole.zip")  # doctest: +SKIP
+    For example ``load_sb3("examples/ppo_cartpole.zip")`` returns the bundled PPO model.
     """
     path = Path(path)
     if not path.is_file():

@@ -82,7 +82,7 @@ class _StepCounter(gym.Wrapper):
 
 
 class _Slot:
-    __slots__ = ("job", "env", "counter", "obs", "state", "ret", "steps")
+    __slots__ = ("counter", "env", "job", "obs", "ret", "state", "steps")
 
     def __init__(self) -> None:
         self.job: tuple[int, int] | None = None

@@ -1,0 +1,42 @@
+"""Audits of the example agents, as ordinary unit tests.
+
+The PPO model is perfect at its training speed and fragile when timing changes; the
+numpy controller keeps balancing. ``pytest examples/`` runs these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from numpy_agent import cartpole_controller
+
+from pytest_rlaudit import audit
+
+PPO_ZIP = Path(__file__).parent / "ppo_cartpole.zip"
+
+
+@pytest.fixture(scope="module")
+def ppo_result():
+    return audit(str(PPO_ZIP), "CartPole-v1", episodes=10, seed=0)
+
+
+def test_ppo_balances_at_its_training_speed(ppo_result):
+    assert ppo_result.nominal.mean_return == 500.0
+
+
+def test_ppo_tolerates_jitter_and_delay(ppo_result):
+    assert ppo_result["jitter"].ratio > 0.95
+    assert ppo_result["delay"].ratio > 0.95
+
+
+def test_ppo_falls_over_in_a_latency_spike_and_at_5x(ppo_result):
+    assert ppo_result["spike"].ratio < 0.5
+    assert ppo_result["speed_5x"].ratio < 0.5
+
+
+def test_numpy_controller_is_robust_across_the_deployment_suite():
+    result = audit(cartpole_controller, "CartPole-v1", episodes=10, seed=0)
+    assert result.nominal.mean_return == 500.0
+    for scenario in ("jitter", "delay", "spike", "obs_noise"):
+        assert result[scenario].ratio > 0.8, scenario
