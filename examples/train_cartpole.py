@@ -112,19 +112,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_OUT,
         help="output zip (default: ppo_cartpole.zip next to this script)",
     )
-    parser.add_argument(
-        "--robust",
-        action="store_true",
-        help="train with speed randomisation (not yet implemented)",
-    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.robust:
-        print("--robust is not yet implemented", file=sys.stderr)
-        return 2
     out: Path = args.out
 
     start = time.perf_counter()

@@ -12,12 +12,12 @@ one), or an object that already implements :class:`Policy`.
 >>> actions.tolist()
 [1, 0]
 
-Batch invariance. Torch picks different matrix kernels for very small batches, whose
-results differ in the last bits from those of larger ones (measured on this project's
-CI machine: batches under 16 rows). The torch-backed adapters therefore pad every
-policy call to at least :data:`MIN_TORCH_ROWS` rows, so an action depends only on its
-observation, never on how many other episodes share the call: results are identical
-for any audit batch size.
+Batch invariance. Torch's CPU matrix kernels round a row differently depending on the
+number of rows in the call (measured here: calls under 16 rows use other kernels, and
+in larger calls the last ``n % 4`` rows differ in the last bits). The torch-backed
+adapters therefore pad every policy call to a multiple of :data:`MIN_TORCH_ROWS` rows,
+so an action depends only on its observation, never on how many other episodes share
+the call: results are identical for any audit batch size.
 
 torch, stable-baselines3 and sb3-contrib are imported only when an agent needs them.
 """
@@ -52,7 +52,7 @@ __all__ = [
     "MIN_TORCH_ROWS",
 ]
 
-#: Torch-backed policy calls are padded to at least this many rows (batch invariance).
+#: Torch-backed policy calls are padded to a multiple of this many rows (batch invariance).
 MIN_TORCH_ROWS = 16
 
 _SB3_ALGOS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
@@ -157,10 +157,12 @@ class RandomPolicy(BasePolicy):
 
 
 def _pad_rows(obs: np.ndarray, rows: int) -> np.ndarray:
+    """Pad ``obs`` with copies of its first row up to a multiple of ``rows`` rows."""
     n = obs.shape[0]
-    if n >= rows:
+    target = -(-n // rows) * rows
+    if n == target:
         return obs
-    return np.concatenate([obs, np.repeat(obs[:1], rows - n, axis=0)])
+    return np.concatenate([obs, np.repeat(obs[:1], target - n, axis=0)])
 
 
 class TorchPolicy(BasePolicy):
@@ -244,9 +246,12 @@ class SB3Policy(BasePolicy):
                 f"agent {self.name} expects observations {_space_summary(own_obs)} but the env "
                 f"gives {_space_summary(observation_space)}: is this the env it was trained on?"
             )
+        same_bounds = not isinstance(own_act, spaces.Box) or (
+            np.array_equal(own_act.low, action_space.low)
+            and np.array_equal(own_act.high, action_space.high))
         if type(own_act) is not type(action_space) or getattr(own_act, "shape", None) != getattr(
             action_space, "shape", None
-        ) or getattr(own_act, "n", None) != getattr(action_space, "n", None):
+        ) or getattr(own_act, "n", None) != getattr(action_space, "n", None) or not same_bounds:
             raise PolicyError(
                 f"agent {self.name} acts in {own_act} but the env's action space is "
                 f"{action_space}: is this the env it was trained on?"
@@ -332,14 +337,12 @@ def _algo_class(name: str) -> Any:
         raise PolicyError(
             f"unknown SB3 algorithm {name!r}; known: {', '.join(_SB3_ALGOS + _CONTRIB_ALGOS)}"
         )
-    if canonical in _SB3_ALGOS:
-        return getattr(importlib.import_module("stable_baselines3"), canonical)
+    package, install = (("stable_baselines3", "pip install 'pytest-rlaudit[sb3]'")
+                        if canonical in _SB3_ALGOS else ("sb3_contrib", "pip install sb3-contrib"))
     try:
-        return getattr(importlib.import_module("sb3_contrib"), canonical)
+        return getattr(importlib.import_module(package), canonical)
     except ImportError as exc:
-        raise PolicyError(
-            f"{canonical} lives in sb3-contrib, which is not installed: pip install sb3-contrib"
-        ) from exc
+        raise PolicyError(f"{canonical} needs {package}, which is not installed: {install}") from exc
 
 
 def _algo_from_zip(path: Path) -> str:
@@ -376,11 +379,13 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None) -> Any:
     if not path.is_file():
         raise PolicyError(f"agent file {str(path)!r} does not exist")
     algo = algo or _algo_from_zip(path)
+    cls = _algo_class(algo)
     try:
-        return _algo_class(algo).load(path, device="cpu")
-    except ImportError as exc:
+        return cls.load(path, device="cpu")
+    except Exception as exc:
         raise PolicyError(
-            f"loading {str(path)!r} needs stable-baselines3: pip install 'pytest-rlaudit[sb3]'"
+            f"cannot load {str(path)!r} as a {cls.__name__} model ({type(exc).__name__}: {exc}); "
+            "is it an SB3 .zip, and is algo right?"
         ) from exc
 
 
