@@ -21,8 +21,10 @@ pinned with ``seed_perturbations(env, episode_seed_sequence(seed, i, scenario.na
 the env is reset with ``env.reset(seed=seed + i)``. The per-episode returns of ``raw``
 and ``naive`` are asserted equal to ``audit()``'s, scenario by scenario, which proves they
 run the same episodes. The model is loaded once (``PPO.load(path, device="cpu")``) and
-load time is excluded everywhere; torch keeps its default thread count for all three
-ways (printed). Each repeat round runs the ways interleaved (rotating their order) to
+load time is excluded everywhere. torch runs with one intra-op thread in all three ways
+(``--torch-threads``, default 1), since ``audit()``'s torch adapters use one thread per
+policy call by default; the floor must not be handicapped by thread-pool stalls that
+audit() avoids. Each repeat round runs the ways interleaved (rotating their order) to
 spread the noise of a shared machine; medians and minima are reported.
 
 Targets: ``audit`` within 1.25x of the raw floor, and at least 10x faster than naive.
@@ -34,7 +36,7 @@ Run (from the repository root; about 1-2 minutes by default)::
     python benchmarks/bench_rollout.py
     python benchmarks/bench_rollout.py --quick          # smoke run, a few seconds
     python benchmarks/bench_rollout.py --profile        # also cProfile one audit() call
-    python benchmarks/bench_rollout.py --torch-threads 1  # same, with one torch thread
+    python benchmarks/bench_rollout.py --torch-threads 2  # raw and naive with 2 torch threads
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def run_raw(model, scenario_list, episodes: int, seed: int, chunk: int):
             actions, _ = model.predict(np.stack([obs[j] for j in active]), deterministic=True)
             calls += 1
             still = []
-            for j, a in zip(active, actions):
+            for j, a in zip(active, actions, strict=True):
                 o, r, terminated, truncated, _ = envs[j].step(a)
                 rets[j] += float(r)
                 steps += 1
@@ -206,8 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 5 episodes, 2 repeats, 1 naive repeat, 1 sweep repeat")
-    ap.add_argument("--torch-threads", type=int, default=None,
-                    help="torch.set_num_threads(N) for all ways (default: leave torch's default)")
+    ap.add_argument("--torch-threads", type=int, default=1,
+                    help="torch.set_num_threads(N) for the raw and naive loops (default 1, as "
+                         "audit() uses); 0 leaves torch's default")
     ap.add_argument("--no-sweep", action="store_true", help="skip the batch-size sweep")
     ap.add_argument("--profile", action="store_true",
                     help="also cProfile one audit() call and print the top functions")
@@ -221,9 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     scen = suite()
     n_jobs = len(scen) * episodes
 
-    if args.torch_threads is not None:
+    if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
-    threads = "set by --torch-threads" if args.torch_threads is not None else "left at default"
+    threads = "set by --torch-threads" if args.torch_threads else "left at default"
     print(f"python {sys.version.split()[0]}, torch {torch.__version__} "
           f"(torch.get_num_threads() = {torch.get_num_threads()}, {threads}), "
           f"gymnasium {gym.__version__}, numpy {np.__version__}")
@@ -290,8 +293,15 @@ def main(argv: list[str] | None = None) -> int:
               f"{med[w] / med[floor]:>7.2f}x{med['naive'] / med[w]:>10.1f}x"
               f"{c['agent_steps']:>13}{c['env_steps']:>11}{c['policy_calls']:>14}"
               f"{c['rows']:>9}{c['envs_made']:>6}")
-    print(f"(floor = {floor}, the faster raw variant by median; 'rows' = observations sent to "
-          "torch, audit pads each call to >= 16; 'envs' = envs created per run)")
+    print(f"(floor = {floor}, the faster raw variant by median; raw-all steps all "
+          f"{n_jobs} episodes at once, raw-chunk{batch} runs chunks of {batch} without "
+          "refilling; naive reuses one env per scenario; 'rows' = observations sent to torch, "
+          "audit pads each call to a multiple of 16; 'envs' = envs created per run)")
+    noisy = [w for w, t in times.items() if len(t) > 1 and max(t) > 1.5 * min(t)]
+    if noisy:
+        print(f"WARNING: noisy timings (max > 1.5x min) for {', '.join(noisy)}. On a busy "
+              "machine torch's intra-op threads stall on tiny batches; compare with "
+              "--torch-threads 1 (the default).")
     print()
     ok1 = ratio_raw <= TARGET_VS_RAW
     ok2 = speedup >= TARGET_VS_NAIVE
@@ -299,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{'PASS' if ok1 else 'MISS'}")
     print(f"target: naive/audit >= {TARGET_VS_NAIVE:.0f}x    : {speedup:5.1f}x  "
           f"{'PASS' if ok2 else 'MISS'}")
+    if args.quick:
+        print(f"(--quick: only {n_jobs} episodes, so batches are small and naive/audit is low; "
+              "the targets are meant for the default run)")
     print(f"per agent step: audit {1e6 * med['audit'] / info['audit']['agent_steps']:.1f} us, "
           f"{floor} {1e6 * med[floor] / info[floor]['agent_steps']:.1f} us, naive "
           f"{1e6 * med['naive'] / info['naive']['agent_steps']:.1f} us")
@@ -329,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         prof.disable()
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
-        print(out.getvalue())
+        print(out.getvalue().rstrip())
 
     print()
     print(str(result).splitlines()[0])

@@ -19,6 +19,12 @@ adapters therefore pad every policy call to a multiple of :data:`MIN_TORCH_ROWS`
 so an action depends only on its observation, never on how many other episodes share
 the call: results are identical for any audit batch size.
 
+Threads. Torch-backed policy calls run with one intra-op thread by default
+(``torch_threads=1``; the setting is restored after each call). The small MLPs of RL
+gain nothing from more, and on a small, busy CI machine torch's thread pool stalls:
+measured here on 2 shared cores, up to 48 ms per call instead of 0.2 ms. Pass
+``torch_threads=None`` to keep torch's own setting (large CNN policies).
+
 torch, stable-baselines3 and sb3-contrib are imported only when an agent needs them.
 """
 
@@ -32,6 +38,8 @@ import os
 import pickle
 import sys
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -156,6 +164,25 @@ class RandomPolicy(BasePolicy):
         return np.stack([np.asarray(s.sample()) for s in states]), states
 
 
+@contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """Run torch with ``threads`` intra-op threads, restoring the setting afterwards."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    old = torch.get_num_threads()
+    if old == threads:
+        yield
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 def _pad_rows(obs: np.ndarray, rows: int) -> np.ndarray:
     """Pad ``obs`` with copies of its first row up to a multiple of ``rows`` rows."""
     n = obs.shape[0]
@@ -173,9 +200,11 @@ class TorchPolicy(BasePolicy):
     to the action shape. Runs in eval mode under ``torch.no_grad()``.
     """
 
-    def __init__(self, module: Any, name: str | None = None) -> None:
+    def __init__(self, module: Any, name: str | None = None, *,
+                 torch_threads: int | None = 1) -> None:
         self.module = module
         self.name = name or type(module).__name__
+        self.torch_threads = torch_threads
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, None]:
         import torch
@@ -186,7 +215,7 @@ class TorchPolicy(BasePolicy):
         if was_training:
             self.module.eval()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), _torch_threads(self.torch_threads):
                 out = self.module(x)
         finally:
             if was_training:
@@ -221,8 +250,9 @@ class SB3Policy(BasePolicy):
     """
 
     def __init__(self, model: Any, *, deterministic: bool = True, vec_normalize: Any = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, torch_threads: int | None = 1) -> None:
         self.model = model
+        self.torch_threads = torch_threads
         self.sb3_policy = getattr(model, "policy", model)
         if not hasattr(self.sb3_policy, "predict"):
             raise PolicyError(f"{type(model).__name__} has no predict(); not an SB3 model")
@@ -270,13 +300,14 @@ class SB3Policy(BasePolicy):
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
         obs = self._normalize(obs)
         n = obs.shape[0]
-        if self.recurrent:
-            return self._act_recurrent(obs, states)
-        if self.deterministic:
+        with _torch_threads(self.torch_threads):
+            if self.recurrent:
+                return self._act_recurrent(obs, states)
+            if not self.deterministic:
+                return self._act_stochastic(obs, states)
             actions, _ = self.sb3_policy.predict(_pad_rows(obs, MIN_TORCH_ROWS),
                                                  deterministic=True)
             return actions[:n], None
-        return self._act_stochastic(obs, states)
 
     def _act_stochastic(self, obs: np.ndarray, states: list[Any] | None):
         import torch
@@ -421,11 +452,12 @@ def _is_torch_module(obj: Any) -> bool:
 
 
 def as_policy(agent: Any, *, algo: str | None = None, deterministic: bool = True,
-              vec_normalize: Any = None) -> Policy:
+              vec_normalize: Any = None, torch_threads: int | None = 1) -> Policy:
     """Adapt ``agent`` to the batched :class:`Policy` protocol.
 
     ``algo`` names the SB3 algorithm of a ``.zip`` when the file does not tell;
-    ``deterministic`` and ``vec_normalize`` apply to SB3 agents.
+    ``deterministic`` and ``vec_normalize`` apply to SB3 agents; ``torch_threads`` to
+    torch-backed ones (see the module docstring).
 
     >>> as_policy("random").name
     'random'
@@ -441,16 +473,18 @@ def as_policy(agent: Any, *, algo: str | None = None, deterministic: bool = True
         is_import = ":" in text and not Path(text).exists() and not text.endswith(".zip")
         if is_import and not (len(text) > 1 and text[1] == ":"):  # not a Windows drive
             return as_policy(_import_object(text), algo=algo, deterministic=deterministic,
-                             vec_normalize=vec_normalize)
+                             vec_normalize=vec_normalize, torch_threads=torch_threads)
         model = load_sb3(text, algo)
         return SB3Policy(model, deterministic=deterministic, vec_normalize=vec_normalize,
-                         name=f"{type(model).__name__}({Path(text).name})")
+                         name=f"{type(model).__name__}({Path(text).name})",
+                         torch_threads=torch_threads)
     if isinstance(agent, Policy) and not _is_sb3(agent):
         return agent
     if _is_sb3(agent):
-        return SB3Policy(agent, deterministic=deterministic, vec_normalize=vec_normalize)
+        return SB3Policy(agent, deterministic=deterministic, vec_normalize=vec_normalize,
+                         torch_threads=torch_threads)
     if _is_torch_module(agent):
-        return TorchPolicy(agent)
+        return TorchPolicy(agent, torch_threads=torch_threads)
     if callable(agent):
         return CallablePolicy(agent)
     raise PolicyError(

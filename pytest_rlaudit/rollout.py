@@ -198,8 +198,8 @@ def run_episodes(
     the env are re-raised as :class:`RolloutError` naming scenario, episode and step.
     """
     indices = list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
-    if isinstance(episodes, (int, np.integer)) and episodes < 1:
-        raise ValueError(f"episodes must be at least 1, got {episodes}")
+    if not indices or min(indices) < 0:
+        raise ValueError(f"episodes must be a count >= 1 or non-negative indices, got {episodes!r}")
     if not scenarios:
         raise ValueError("run_episodes needs at least one scenario")
     if int(seed) != seed or seed < 0:
@@ -243,11 +243,19 @@ def run_episodes(
             base.close()
             raise
         made.append(wrapped)
+        if made[0] is not wrapped and (wrapped.observation_space != made[0].observation_space
+                                       or wrapped.action_space != made[0].action_space):
+            raise ValueError(
+                f"scenario {names[s]!r} changes the env's spaces (observations "
+                f"{wrapped.observation_space}, actions {wrapped.action_space}; nominal: "
+                f"{made[0].observation_space}, {made[0].action_space}); the same agent must run "
+                "every scenario, so a perturbation has to keep the spaces"
+            )
         return wrapped, counter
 
     first_env = make(0)
     free[0].append(first_env)
-    probe = first_env[1]
+    probe = first_env[0]
     if hasattr(policy, "bind"):
         policy.bind(probe.observation_space, probe.action_space)
     check_actions = _ActionChecker(probe.action_space)

@@ -440,7 +440,7 @@ def test_action_space_mismatch_in_audit(zoo):
 
 
 def test_box_action_bounds_mismatch_is_refused(zoo):
-    rescaled = lambda: gym.wrappers.RescaleAction(gym.make(PENDULUM), -1.0, 1.0)  # noqa: E731
+    rescaled = lambda: gym.wrappers.RescaleAction(gym.make(PENDULUM), np.float32(-1), np.float32(1))  # noqa: E731
     with pytest.raises(PolicyError, match="action space"):
         audit(zoo["SAC"], rescaled, scenarios=["jitter"], episodes=2)
 

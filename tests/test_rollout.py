@@ -151,3 +151,16 @@ def test_bad_runner_arguments(kwargs, match):
         _run("random", names=["nominal"], episodes=2, **kwargs)
     with pytest.raises(ValueError, match="episodes"):
         _run("random", names=["nominal"], episodes=0)
+
+
+def test_a_scenario_that_changes_the_spaces_is_an_error():
+    stacked = scenarios.Scenario("stacked", "custom", lambda e: gym.wrappers.FrameStackObservation(e, 2))
+    with pytest.raises(ValueError, match="scenario 'stacked' changes the env's spaces"):
+        run_episodes(as_policy("random"), env_spec("CartPole-v1"),
+                     [scenarios.NOMINAL, stacked], 2)
+
+
+def test_empty_or_negative_episode_indices_are_errors():
+    for episodes in ([], [-1, 0]):
+        with pytest.raises(ValueError, match="episodes must be"):
+            _run("random", names=["nominal"], episodes=episodes)
