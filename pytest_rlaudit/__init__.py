@@ -24,6 +24,9 @@ _EXPORTS = {
     "AuditResult": "auditing",
     "ScenarioResult": "auditing",
     "Scenario": "scenarios",
+    "assert_robust": "assertions",
+    "RobustnessError": "assertions",
+    "Diagnosis": "diagnosis",
     "as_policy": "policies",
     "Policy": "policies",
     "RLAuditError": "errors",
@@ -31,13 +34,16 @@ _EXPORTS = {
     "UnknownEnvError": "errors",
     "UnknownScenarioError": "errors",
 }
-_SUBMODULES = ("scenarios", "perturbations", "policies", "envs", "rollout", "auditing", "errors")
+_SUBMODULES = ("scenarios", "perturbations", "policies", "envs", "rollout", "auditing", "stats",
+               "diagnosis", "assertions", "errors")
 
 __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import scenarios
+    from .assertions import RobustnessError, assert_robust
     from .auditing import AuditResult, ScenarioResult, audit
+    from .diagnosis import Diagnosis
     from .errors import RLAuditError, RolloutError, UnknownEnvError, UnknownScenarioError
     from .policies import Policy, as_policy
     from .scenarios import Scenario

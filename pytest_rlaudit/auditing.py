@@ -1,17 +1,20 @@
-"""``audit()``: run an agent on the nominal env and on each scenario, paired by seed.
+"""``audit()``: an agent on the nominal env and on each scenario, paired by seed, with statistics.
 
 >>> import numpy as np
 >>> from pytest_rlaudit import audit
 >>> def controller(obs):  # a hand-tuned CartPole controller
 ...     return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
->>> result = audit(controller, "CartPole-v1", scenarios=["delay"], episodes=4)
->>> result.nominal.returns.shape
-(4,)
->>> 0 <= result["delay"].ratio
+>>> result = audit(controller, "CartPole-v1", scenarios=["delay", "spike"], episodes=8)
+>>> result["delay"].rating, result["spike"].rating
+('PASS', 'FAIL')
+>>> low, high = result["spike"].ci
+>>> bool(low <= result["spike"].ratio <= high)
 True
+>>> result.deployment.rating    # the worst deployment scenario's rating
+'FAIL'
 
-This is the engine's audit: per-scenario returns, lengths and the point ratio. The
-statistics layer (intervals, p-values, ratings, diagnoses) builds on these numbers.
+(The module is ``auditing``, not ``audit``: a submodule named ``audit`` would replace the
+function ``pytest_rlaudit.audit`` on the package as soon as it was imported.)
 """
 
 from __future__ import annotations
@@ -24,12 +27,25 @@ from typing import Any
 import numpy as np
 
 from . import scenarios as registry
-from .envs import EnvLike, env_spec
+from ._seeding import stable_hash
+from .diagnosis import Diagnosis, diagnose, parting_step
+from .envs import AuditEnv, EnvLike, env_spec
 from .policies import as_policy
 from .rollout import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
 from .scenarios import NOMINAL, Scenario
+from .stats import (
+    DEFAULT_THRESHOLDS,
+    Thresholds,
+    check_reference,
+    degradation_p_value,
+    holm,
+    paired_ratio_ci,
+    rating,
+    ratio,
+)
 
-__all__ = ["audit", "AuditResult", "ScenarioResult", "SCHEMA_VERSION"]
+__all__ = ["audit", "AuditResult", "ScenarioResult", "Aggregate", "SCHEMA_VERSION",
+           "resolve_reference", "summarise"]
 
 #: Version of the ``to_dict()`` layout; bumped on any incompatible change.
 SCHEMA_VERSION = 1
@@ -37,7 +53,13 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class ScenarioResult:
-    """One scenario's paired episodes: ``returns[i]`` is episode ``i`` (env seed ``seeds[i]``)."""
+    """One scenario's paired episodes and their statistics.
+
+    ``returns[i]`` is episode ``i`` (env seed ``seeds[i]``), paired with the nominal
+    episode ``i``. ``ratio``, ``ci`` (at the audit's confidence), ``p_value`` (one-sided,
+    H0: no degradation; Holm-adjusted across the audit's scenarios), ``rating`` and
+    ``diagnosis`` (None when PASS). For the nominal result ratio is 1 and p is None.
+    """
 
     name: str
     category: str
@@ -46,8 +68,13 @@ class ScenarioResult:
     env_steps: np.ndarray
     capped: np.ndarray
     seeds: np.ndarray
-    ratio: float = float("nan")
+    ratio: float
+    ci: tuple[float, float]
+    p_value: float | None
+    rating: str
+    diagnosis: Diagnosis | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    traces: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def mean_return(self) -> float:
@@ -66,6 +93,11 @@ class ScenarioResult:
             "episodes": self.episodes,
             "mean_return": self.mean_return,
             "ratio": float(self.ratio),
+            "ci_low": float(self.ci[0]),
+            "ci_high": float(self.ci[1]),
+            "p_value": None if self.p_value is None else float(self.p_value),
+            "rating": self.rating,
+            "diagnosis": None if self.diagnosis is None else self.diagnosis.to_dict(),
             "returns": [float(r) for r in self.returns],
             "lengths": [int(x) for x in self.lengths],
             "env_steps": [int(x) for x in self.env_steps],
@@ -75,15 +107,33 @@ class ScenarioResult:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, (np.integer,)):
+    if isinstance(value, np.integer):
         return int(value)
-    if isinstance(value, (np.floating,)):
+    if isinstance(value, np.floating):
         return float(value)
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return repr(value)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A category's score (the minimum ratio over its scenarios), its rating and the worst
+    scenario. Unpacks as ``score, rating = result.deployment``."""
+
+    score: float
+    rating: str
+    scenario: str
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.score, self.rating))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": float(self.score), "rating": self.rating, "scenario": self.scenario}
 
 
 @dataclass(frozen=True)
@@ -95,6 +145,8 @@ class AuditResult:
     seed: int
     episodes: int
     reference: float
+    confidence: float
+    thresholds: Thresholds
     nominal: ScenarioResult
     scenarios: dict[str, ScenarioResult]
     seconds: float = 0.0
@@ -116,8 +168,26 @@ class AuditResult:
     def __len__(self) -> int:
         return len(self.scenarios)
 
+    def _aggregate(self, category: str) -> Aggregate | None:
+        members = [r for r in self if r.category == category]
+        if not members:
+            return None
+        worst = min(members, key=lambda r: r.ratio)
+        return Aggregate(worst.ratio, rating(worst.ratio, self.thresholds), worst.name)
+
+    @property
+    def deployment(self) -> Aggregate | None:
+        """Min ratio over the deployment scenarios audited, and its rating (None if none)."""
+        return self._aggregate("deployment")
+
+    @property
+    def stress(self) -> Aggregate | None:
+        """Min ratio over the stress scenarios audited, and its rating (None if none)."""
+        return self._aggregate("stress")
+
     def to_dict(self) -> dict[str, Any]:
-        """A versioned, JSON-serialisable dict (``"schema": 1``)."""
+        """A versioned, JSON-serialisable dict (``"schema": 1``) of plain types only."""
+        t = self.thresholds
         return {
             "schema": SCHEMA_VERSION,
             "agent": self.agent,
@@ -125,40 +195,127 @@ class AuditResult:
             "seed": self.seed,
             "episodes": self.episodes,
             "reference": float(self.reference),
+            "confidence": float(self.confidence),
+            "thresholds": {"pass": t.pass_, "mild": t.mild, "degraded": t.degraded},
             "seconds": float(self.seconds),
+            "deployment": None if self.deployment is None else self.deployment.to_dict(),
+            "stress": None if self.stress is None else self.stress.to_dict(),
             "nominal": self.nominal.to_dict(),
             "scenarios": {name: r.to_dict() for name, r in self.scenarios.items()},
         }
 
     def __str__(self) -> str:
-        header = (f"audit of {self.agent} on {self.env}: {self.episodes} episodes per scenario, "
-                  f"seed {self.seed}, reference {self.reference:g}")
-        rows = [("scenario", "category", "mean return", "ratio", "agent steps", "env steps")]
+        header = (f"audit of {self.agent} on {self.env}: {self.episodes} paired episodes per "
+                  f"scenario, seed {self.seed}, reference {self.reference:g}")
+        level = f"{self.confidence:.0%} CI"
+        rows = [("scenario", "category", "mean return", "ratio", level, "rating", "p",
+                 "env steps")]
         for r in (self.nominal, *self.scenarios.values()):
+            nominal = r is self.nominal
             rows.append((
                 r.name, r.category, f"{r.mean_return:.1f}",
-                "-" if r is self.nominal else f"{r.ratio:.3f}",
-                f"{np.median(r.lengths):.0f}", f"{np.median(r.env_steps):.0f}",
+                "-" if nominal else f"{r.ratio:.3f}",
+                "-" if nominal else f"{r.ci[0]:.3f}-{r.ci[1]:.3f}",
+                "-" if nominal else r.rating,
+                "-" if r.p_value is None else _p(r.p_value),
+                f"{np.median(r.env_steps):.0f}",
             ))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines = [header, ""]
         for row in rows:
-            lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                                   for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
-        lines.append("(agent steps and env steps are medians per episode)")
+            lines.append("  ".join(c.ljust(w) if i in (0, 1, 5) else c.rjust(w)
+                                   for i, (c, w) in enumerate(zip(row, widths, strict=True))
+                                   ).rstrip())
+        summary = [f"{label} {agg.rating} (min ratio {agg.score:.3f}, {agg.scenario})"
+                   for label, agg in (("deployment", self.deployment), ("stress", self.stress))
+                   if agg is not None]
+        if summary:
+            lines += ["", "; ".join(summary)]
+        diagnosed = [r for r in self if r.diagnosis is not None]
+        if diagnosed:
+            lines.append("")
+            lines += [f"{r.name}: {r.diagnosis}" for r in diagnosed]
         return "\n".join(lines)
 
 
-def _check_reference(reference: Any) -> None:
+def _p(value: float) -> str:
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _check_reference_arg(reference: Any) -> None:
     if isinstance(reference, str):
         if reference != "random":
-            raise ValueError(
-                f"reference must be a number or 'random', got {reference!r}"
-            )
+            raise ValueError(f"reference must be a number or 'random', got {reference!r}")
     elif isinstance(reference, bool) or not isinstance(reference, (int, float, np.number)) or (
         not np.isfinite(reference)
     ):
         raise ValueError(f"reference must be a finite number or 'random', got {reference!r}")
+
+
+def resolve_reference(reference: float | str, env: AuditEnv, episodes: int | list[int], *,
+                      seed: int, batch_size: int | None, max_steps: int) -> float:
+    """The reference score: a number as given, or for ``"random"`` the mean return of a
+    uniform random policy on the same episode seeds."""
+    _check_reference_arg(reference)
+    if reference != "random":
+        return float(reference)
+    batch = run_episodes(as_policy("random"), env, [NOMINAL], episodes, seed=seed,
+                         batch_size=batch_size, max_steps=max_steps)["nominal"]
+    return float(np.mean(batch.returns))
+
+
+def _stream_seed(seed: int, name: str) -> int:
+    """Bootstrap and permutation seed of one scenario: same audit seed, same interval."""
+    return int(np.random.SeedSequence([int(seed), stable_hash(name)]).generate_state(1)[0])
+
+
+def summarise(
+    nominal: EpisodeBatch,
+    perturbed: dict[Scenario, EpisodeBatch],
+    *,
+    reference: float,
+    confidence: float,
+    seed: int,
+    thresholds: Thresholds,
+    intervals: dict[str, tuple[float, float]] | None = None,
+) -> tuple[ScenarioResult, dict[str, ScenarioResult]]:
+    """Statistics of paired batches: ratios, intervals, Holm-adjusted p-values, ratings and
+    diagnoses. ``intervals`` overrides the computed interval of a scenario (adaptive runs
+    report the interval their stopping rule used)."""
+    nominal_mean = float(np.mean(nominal.returns))
+    check_reference(nominal_mean, reference)
+    raw_p = {s.name: degradation_p_value(nominal.returns, b.returns, seed=_stream_seed(seed, s.name))
+             for s, b in perturbed.items()}
+    adjusted = holm(raw_p)
+    results = {}
+    for s, b in perturbed.items():
+        r = ratio(nominal.returns, b.returns, reference)
+        ci = (intervals or {}).get(s.name) or paired_ratio_ci(
+            nominal.returns, b.returns, reference=reference, confidence=confidence,
+            seed=_stream_seed(seed, s.name))
+        rated = rating(r, thresholds)
+        diagnosis = None
+        if rated != "PASS":
+            parting, parted = parting_step(nominal.traces, b.traces, reference=reference)
+            diagnosis = diagnose(s, nominal_env_steps=nominal.env_steps,
+                                 perturbed_env_steps=b.env_steps, parting=parting,
+                                 parted=parted, ratio=r, rating=rated, reference=reference)
+        results[s.name] = ScenarioResult(
+            s.name, s.category, b.returns, b.lengths, b.env_steps, b.capped, b.seeds, r, ci,
+            adjusted[s.name], rated, diagnosis, dict(s.params), b.traces)
+    nominal_result = ScenarioResult(
+        "nominal", "nominal", nominal.returns, nominal.lengths, nominal.env_steps,
+        nominal.capped, nominal.seeds, 1.0, (1.0, 1.0), None, "PASS", None, {}, nominal.traces)
+    return nominal_result, results
+
+
+def check_episodes(episodes: Any, name: str = "episodes") -> int:
+    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 2:
+        raise ValueError(
+            f"{name} must be an integer >= 2 (a ratio and its interval need paired episodes), "
+            f"got {episodes!r}"
+        )
+    return int(episodes)
 
 
 def audit(
@@ -169,7 +326,9 @@ def audit(
     seed: int = 0,
     batch_size: int | None = None,
     reference: float | str = 0,
+    confidence: float = 0.95,
     *,
+    thresholds: Thresholds | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
 ) -> AuditResult:
     """Audit ``agent`` on ``env`` under ``scenarios`` (default: the deployment + stress suite).
@@ -177,51 +336,38 @@ def audit(
     Episode ``i`` of every scenario, nominal included, resets with env seed ``seed + i``,
     so returns are paired by episode. ``reference`` is the score a ratio is measured
     from: 0, a number, or ``"random"`` (a uniform random policy on the same seeds);
-    ``ratio = (mean(perturbed) - ref) / (mean(nominal) - ref)``.
+    ``ratio = (mean(perturbed) - ref) / (mean(nominal) - ref)``. ``thresholds`` sets the
+    rating scale (default PASS > 0.95, MILD > 0.80, DEGRADED > 0.50).
 
     >>> r = audit("random", "CartPole-v1", scenarios="speed_5x", episodes=2)
     >>> sorted(r.to_dict()["scenarios"])
     ['speed_5x']
     """
-    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 2:
-        raise ValueError(
-            f"episodes must be an integer >= 2 (a ratio needs paired episodes), got {episodes!r}"
-        )
-    _check_reference(reference)
+    episodes = check_episodes(episodes)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    _check_reference_arg(reference)
     chosen = [s for s in registry.resolve(scenarios) if s.name != NOMINAL.name]
+    thresholds = thresholds or DEFAULT_THRESHOLDS
     spec = env_spec(env)
     policy = as_policy(agent)
     started = time.perf_counter()
     batches = run_episodes(policy, spec, [NOMINAL, *chosen], episodes, seed=seed,
                            batch_size=batch_size, max_steps=max_steps)
-    random_mean = None
-    if reference == "random":
-        random_mean = float(np.mean(run_episodes(
-            as_policy("random"), spec, [NOMINAL], episodes, seed=seed, batch_size=batch_size,
-            max_steps=max_steps)["nominal"].returns))
-    ref = random_mean if random_mean is not None else float(reference)
-    nominal_mean = float(np.mean(batches["nominal"].returns))
-    if not nominal_mean > ref:
-        raise ValueError(
-            f"the nominal mean return ({nominal_mean:.4g}) does not exceed the reference "
-            f"({ref:.4g}), so a return ratio would be meaningless or sign-flipped (returns are "
-            "negative on envs like Pendulum). Set reference='random' to measure from a random "
-            "policy, or reference=<a number below the nominal return> (for example the worst "
-            "return you would accept)."
-        )
-
-    def result(s: Scenario, batch: EpisodeBatch) -> ScenarioResult:
-        ratio = (float(np.mean(batch.returns)) - ref) / (nominal_mean - ref)
-        return ScenarioResult(s.name, s.category, batch.returns, batch.lengths, batch.env_steps,
-                              batch.capped, batch.seeds, ratio, dict(s.params))
-
+    ref = resolve_reference(reference, spec, episodes, seed=seed, batch_size=batch_size,
+                            max_steps=max_steps)
+    nominal, results = summarise(batches["nominal"], {s: batches[s.name] for s in chosen},
+                                 reference=ref, confidence=confidence, seed=seed,
+                                 thresholds=thresholds)
     return AuditResult(
         agent=getattr(policy, "name", type(policy).__name__),
         env=spec.name,
         seed=int(seed),
-        episodes=int(episodes),
+        episodes=episodes,
         reference=ref,
-        nominal=result(NOMINAL, batches["nominal"]),
-        scenarios={s.name: result(s, batches[s.name]) for s in chosen},
+        confidence=float(confidence),
+        thresholds=thresholds,
+        nominal=nominal,
+        scenarios=results,
         seconds=time.perf_counter() - started,
     )

@@ -54,7 +54,9 @@ class EpisodeBatch:
 
     ``returns``: summed rewards; ``lengths``: agent decisions; ``env_steps``: environment
     steps (more than ``lengths`` when actions are held, as under ``speed_5x``);
-    ``capped``: whether the episode was cut at the step cap; ``seeds``: env reset seeds.
+    ``capped``: whether the episode was cut at the step cap; ``seeds``: env reset seeds;
+    ``traces[i]``: episode ``i``'s progress, an array of (env steps so far, return so far)
+    after each agent step (diagnoses use it to find where returns part from nominal).
     """
 
     scenario: str
@@ -63,6 +65,15 @@ class EpisodeBatch:
     lengths: np.ndarray
     env_steps: np.ndarray
     capped: np.ndarray
+    traces: tuple[np.ndarray, ...] = ()
+
+    @staticmethod
+    def concat(parts: Sequence[EpisodeBatch]) -> EpisodeBatch:
+        """Join batches of one scenario run on consecutive episode ranges."""
+        arrays = [np.concatenate([getattr(p, f) for p in parts])
+                  for f in ("seeds", "returns", "lengths", "env_steps", "capped")]
+        return EpisodeBatch(parts[0].scenario, *arrays,
+                            traces=tuple(t for p in parts for t in p.traces))
 
 
 class _StepCounter(gym.Wrapper):
@@ -82,7 +93,7 @@ class _StepCounter(gym.Wrapper):
 
 
 class _Slot:
-    __slots__ = ("counter", "env", "job", "obs", "ret", "state", "steps")
+    __slots__ = ("counter", "env", "job", "obs", "ret", "state", "steps", "trace")
 
     def __init__(self) -> None:
         self.job: tuple[int, int] | None = None
@@ -92,6 +103,7 @@ class _Slot:
         self.state: Any = None
         self.ret = 0.0
         self.steps = 0
+        self.trace: list[tuple[int, float]] = []
 
 
 def _where(scenario: str, episode: int, seed: int, step: int) -> str:
@@ -218,6 +230,7 @@ def run_episodes(
     lengths = np.zeros((len(scenarios), n_eps), dtype=np.int64)
     env_steps = np.zeros((len(scenarios), n_eps), dtype=np.int64)
     capped = np.zeros((len(scenarios), n_eps), dtype=bool)
+    traces: list[list[np.ndarray]] = [[np.empty((0, 2))] * n_eps for _ in scenarios]
 
     queue: deque[tuple[int, int]] = deque(
         (s, e) for s in range(len(scenarios)) for e in range(n_eps)
@@ -275,7 +288,7 @@ def run_episodes(
                 free[slot.job[0]].append((slot.env, slot.counter))
             slot.env, slot.counter = make(s)
         slot.job = (s, e)
-        slot.ret, slot.steps = 0.0, 0
+        slot.ret, slot.steps, slot.trace = 0.0, 0, []
         seed_perturbations(slot.env, episode_seed_sequence(seed, episode, names[s]))
         try:
             obs, _ = slot.env.reset(seed=seed + episode)
@@ -295,6 +308,7 @@ def run_episodes(
         lengths[s, e] = slot.steps
         env_steps[s, e] = slot.counter.count
         capped[s, e] = was_capped
+        traces[s][e] = np.asarray(slot.trace, dtype=np.float64).reshape(-1, 2)
 
     try:
         active = [slot for slot in slots if start(slot)]
@@ -352,6 +366,7 @@ def run_episodes(
                         scenario=name, episode=episode, step=slot.steps,
                     )
                 slot.ret += reward
+                slot.trace.append((slot.counter.count, slot.ret))
                 if terminated or truncated or slot.steps >= max_steps:
                     finish(slot, not (terminated or truncated))
                     if start(slot):
@@ -373,6 +388,7 @@ def run_episodes(
         )
     seeds = np.asarray([seed + i for i in indices], dtype=np.int64)
     return {
-        name: EpisodeBatch(name, seeds, returns[s], lengths[s], env_steps[s], capped[s])
+        name: EpisodeBatch(name, seeds, returns[s], lengths[s], env_steps[s], capped[s],
+                           tuple(traces[s]))
         for s, name in enumerate(names)
     }

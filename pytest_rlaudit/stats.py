@@ -29,6 +29,7 @@ from scipy import stats as _scipy_stats
 
 __all__ = [
     "RATINGS",
+    "check_threshold",
     "MODES",
     "Thresholds",
     "DEFAULT_THRESHOLDS",
@@ -55,7 +56,7 @@ RATINGS: tuple[str, ...] = ("PASS", "MILD", "DEGRADED", "FAIL")
 MODES: tuple[str, ...] = ("point", "confident", "not_worse")
 
 
-def _check_threshold(name: str, value: float) -> float:
+def check_threshold(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a number in (0, 2], got {value!r}")
     value = float(value)
@@ -85,7 +86,7 @@ class Thresholds:
 
     def __post_init__(self) -> None:
         for name in ("pass_", "mild", "degraded"):
-            _check_threshold(f"rating threshold {name.rstrip('_')}", getattr(self, name))
+            check_threshold(f"rating threshold {name.rstrip('_')}", getattr(self, name))
         if not self.pass_ > self.mild > self.degraded:
             raise ValueError(
                 "rating thresholds must decrease: pass > mild > degraded, got "
@@ -201,8 +202,8 @@ def paired_ratio_ci(
     at 30 episodes a nominal 95% covers about 92%), so, following Hesterberg's expanded
     percentile interval (The American Statistician, 2015), the level is first expanded to
     ``2 * Phi(sqrt(n / (n - 1)) * t[n-1](1 - alpha/2)) - 1`` (0.9625 at 30 episodes).
-    Measured coverage of the 95% interval: see ``tests/test_stats.py``. Degenerate data, where the ratio cannot
-    vary (every episode capped at 500 in both, or all returns equal), gives the point
+    Measured coverage of the 95% interval: see ``tests/test_stats.py``. Degenerate data,
+    where the ratio cannot vary (every episode capped at 500 in both, or all returns equal), gives the point
     interval ``(r, r)``; where BCa is undefined but the ratio does vary, the percentile
     interval is used instead. Never NaN, never a warning storm.
 

@@ -1,0 +1,173 @@
+"""Assertion helpers for ordinary unit tests: ``assert_robust`` and ``RobustnessError``.
+
+>>> import numpy as np
+>>> from pytest_rlaudit import assert_robust
+>>> def controller(obs):
+...     return (obs @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
+>>> assert_robust(controller, "CartPole-v1", "delay", min_ratio=0.9, episodes=5).rating
+'PASS'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import scenarios as registry
+from .auditing import (
+    ScenarioResult,
+    _stream_seed,
+    check_episodes,
+    resolve_reference,
+    summarise,
+)
+from .envs import EnvLike, env_spec
+from .policies import as_policy
+from .rollout import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
+from .scenarios import NOMINAL, Scenario
+from .stats import (
+    DEFAULT_THRESHOLDS,
+    MODES,
+    RATINGS,
+    Thresholds,
+    Verdict,
+    adaptive_sample,
+    check_threshold,
+    rating_floor,
+    verdict,
+)
+
+__all__ = ["RobustnessError", "assert_robust"]
+
+
+class RobustnessError(AssertionError):
+    """An agent missed a robustness threshold. ``result`` holds the scenario's numbers."""
+
+    def __init__(self, message: str, result: ScenarioResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def _scenario(scenario: str | Scenario) -> Scenario:
+    resolved = scenario if isinstance(scenario, Scenario) else registry.get(scenario)
+    if resolved.name == NOMINAL.name:
+        raise ValueError("assert_robust compares a scenario with nominal; name a perturbation "
+                         f"scenario, for example one of {', '.join(registry.DEFAULT)}")
+    return resolved
+
+
+def _message(result: ScenarioResult, failed: list[Verdict], *, env_name: str, seed: int,
+             confidence: float, stopped: str | None) -> str:
+    lo, hi = result.ci
+    seeds = result.seeds
+    lines = [
+        f"scenario {result.name!r} is not robust enough: ratio {result.ratio:.3f} "
+        f"({confidence:.0%} CI {lo:.3f}-{hi:.3f}), rated {result.rating}",
+    ]
+    for v in failed:
+        lines.append(f"  required: ratio >= {v.threshold:g} in {v.mode!r} mode; {v.reason}")
+    p = "n/a" if result.p_value is None else f"{result.p_value:.3g}"
+    adaptive = f", adaptive sampling stopped: {stopped}" if stopped else ""
+    lines.append(f"  episodes: {result.episodes} paired (env seeds {seeds[0]}-{seeds[-1]}){adaptive}; "
+                 f"p = {p} (one-sided, H0: no degradation)")
+    lines.append(f"  reproduce: assert_robust(agent, {env_name!r}, {result.name!r}, "
+                 f"episodes={result.episodes}, seed={seed})")
+    if result.diagnosis is not None:
+        d = result.diagnosis
+        lines += [f"  diagnosis: {d.pattern}", f"    likely cause: {d.cause}", f"    fix: {d.fix}"]
+    return "\n".join(lines)
+
+
+def assert_robust(
+    agent: Any,
+    env: EnvLike,
+    scenario: str | Scenario,
+    *,
+    min_ratio: float | None = None,
+    min_rating: str | None = None,
+    mode: str = "point",
+    episodes: int = 30,
+    seed: int = 0,
+    reference: float | str = 0,
+    confidence: float = 0.95,
+    max_episodes: int | None = None,
+    target_ci_width: float | None = None,
+    batch_size: int | None = None,
+    thresholds: Thresholds | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+) -> ScenarioResult:
+    """Assert that ``agent`` keeps its return on ``env`` under ``scenario``; return its numbers.
+
+    The threshold is ``min_ratio`` (ratio >= it), ``min_rating`` (the rating must be at
+    least it: ``"MILD"`` means ratio > 0.80), or both; with neither, ``min_rating="MILD"``.
+    ``mode``: ``"point"`` judges the ratio itself; ``"confident"`` passes only when the
+    interval's low end meets the threshold (use it to *prove* robustness); ``"not_worse"``
+    fails only when the interval's high end is below it (a CI gate that never fails on
+    noise). With ``max_episodes``, episodes are added in rounds of ``episodes`` until the
+    verdict is decided, the interval is narrower than ``target_ci_width``, or
+    ``max_episodes`` is reached (see :func:`pytest_rlaudit.stats.adaptive_sample` for the
+    error control). Raises :class:`RobustnessError` with the numbers, the seed to
+    reproduce and the diagnosis.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown verdict mode {mode!r}; modes are {', '.join(MODES)}")
+    if min_ratio is not None:
+        min_ratio = check_threshold("min_ratio", min_ratio)
+    if min_rating is not None and min_rating not in RATINGS:
+        raise ValueError(f"unknown min_rating {min_rating!r}; ratings are {', '.join(RATINGS)}")
+    if min_ratio is None and min_rating is None:
+        min_rating = "MILD"
+    episodes = check_episodes(episodes)
+    if max_episodes is not None:
+        max_episodes = check_episodes(max_episodes, "max_episodes")
+        if max_episodes < episodes:
+            raise ValueError(f"max_episodes ({max_episodes}) must be >= episodes ({episodes})")
+    elif target_ci_width is not None:
+        raise ValueError("target_ci_width needs max_episodes: the most episodes to spend on it")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    thresholds = thresholds or DEFAULT_THRESHOLDS
+    chosen = _scenario(scenario)
+    spec = env_spec(env)
+    policy = as_policy(agent)
+    ref = resolve_reference(reference, spec, max_episodes or episodes, seed=seed,
+                            batch_size=batch_size, max_steps=max_steps)
+    gates = []  # (threshold, strict): rating bands are strict (PASS means ratio > 0.95)
+    if min_ratio is not None:
+        gates.append((min_ratio, False))
+    if min_rating is not None and min_rating != "FAIL":
+        gates.append((rating_floor(min_rating, thresholds), True))
+
+    def run(indices: Any) -> dict[str, EpisodeBatch]:
+        return run_episodes(policy, spec, [NOMINAL, chosen], indices, seed=seed,
+                            batch_size=batch_size, max_steps=max_steps)
+
+    intervals, stopped = None, None
+    if max_episodes is None:
+        batches = run(episodes)
+    else:
+        parts: list[dict[str, EpisodeBatch]] = []
+
+        def more(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+            parts.append(run(range(start, stop)))
+            return parts[-1]["nominal"].returns, parts[-1][chosen.name].returns
+
+        binding = max(gates, default=(None, False))
+        outcome = adaptive_sample(
+            more, episodes=episodes, max_episodes=max_episodes, threshold=binding[0],
+            target_ci_width=target_ci_width, reference=ref, confidence=confidence,
+            seed=_stream_seed(seed, chosen.name), strict=binding[1])
+        batches = {name: EpisodeBatch.concat([p[name] for p in parts])
+                   for name in ("nominal", chosen.name)}
+        intervals, stopped = {chosen.name: outcome.ci}, outcome.stopped
+    _, results = summarise(batches["nominal"], {chosen: batches[chosen.name]}, reference=ref,
+                           confidence=confidence, seed=seed, thresholds=thresholds,
+                           intervals=intervals)
+    result = results[chosen.name]
+    failed = [v for v in (verdict(result.ratio, result.ci, t, mode, strict=strict)
+                          for t, strict in gates) if not v.passed]
+    if failed:
+        raise RobustnessError(_message(result, failed, env_name=spec.name, seed=seed,
+                                       confidence=confidence, stopped=stopped), result)
+    return result

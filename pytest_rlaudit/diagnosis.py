@@ -1,0 +1,203 @@
+"""Diagnoses: for a scenario rated below PASS, what broke, why, and what to train with.
+
+A :class:`Diagnosis` has three parts: ``pattern`` (what the numbers show, including
+*when* in the episode things break), ``cause`` (the likely reason) and ``fix`` (the
+wrapper and parameters to train with, or the architecture change). The texts are keyed
+on the scenario's perturbation, so a custom scenario built on a known wrapper gets the
+right advice too.
+
+>>> import numpy as np
+>>> from pytest_rlaudit import scenarios
+>>> d = diagnose(scenarios.get("jitter"), nominal_env_steps=np.array([500, 500]),
+...              perturbed_env_steps=np.array([120, 80]), parting=None,
+...              ratio=0.2, rating="FAIL")
+>>> d.fix
+'train with Jitter(env, base=2, jitter=1) (a randomised control period)...'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import perturbations as P
+from .scenarios import Scenario
+
+__all__ = ["Diagnosis", "diagnose", "parting_step"]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What broke (``pattern``), why (``cause``), and what to do (``fix``)."""
+
+    pattern: str
+    cause: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.pattern}. Likely cause: {self.cause}. Fix: {self.fix}."
+
+    def to_dict(self) -> dict[str, str]:
+        return {"pattern": self.pattern, "cause": self.cause, "fix": self.fix}
+
+
+def _call(name: str, params: dict[str, Any]) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    return f"{name}(env{', ' if args else ''}{args})"
+
+
+# (cause, fix) per perturbation; ``{call}`` is the wrapper call with the scenario's params.
+_ADVICE: dict[Any, tuple[str, str]] = {
+    P.Speed: (
+        "the policy was trained at one control rate and cannot hold its state when the env "
+        "advances several steps per decision",
+        "train with {call} or with a randomised control period (Jitter(env, base=..., "
+        "jitter=...)); or deploy at the training rate",
+    ),
+    P.Jitter: (
+        "the policy assumes a fixed control period (variable inference latency changes how "
+        "long each action lasts)",
+        "train with {call} (a randomised control period); add the elapsed time to the "
+        "observation if the hardware can measure it",
+    ),
+    P.SpeedSchedule: (
+        "a transient slowdown (a latency spike) pushes the system out of the region the "
+        "policy can recover from",
+        "train with {call} or with Jitter over a wider range so it learns to recover; "
+        "audit shorter spikes (spike with duration=5) to find the tolerable length",
+    ),
+    P.spike: (
+        "a transient slowdown (a latency spike) pushes the system out of the region the "
+        "policy can recover from",
+        "train with {call} or with Jitter over a wider range so it learns to recover; "
+        "audit shorter spikes (spike with duration=5) to find the tolerable length",
+    ),
+    P.ObservationDelay: (
+        "the policy relies on fresh observations and acts on a stale state as if it were "
+        "current",
+        "train with {call}; give the policy history (gymnasium.wrappers."
+        "FrameStackObservation) or memory (sb3-contrib RecurrentPPO)",
+    ),
+    P.ObservationNoise: (
+        "the policy treats sensor noise as state and over-reacts to it",
+        "train with {call}; normalise observations (VecNormalize) or filter the sensor",
+    ),
+    P.DroppedObservation: (
+        "the policy relies on every frame arriving and acts on a frozen observation as if "
+        "it were current",
+        "train with {call}; give the policy memory (sb3-contrib RecurrentPPO) or frame "
+        "stacking",
+    ),
+    P.ActionNoise: (
+        "the policy depends on precise actuation",
+        "train with {call}; prefer smoother policies (lower entropy at convergence, action "
+        "penalties)",
+    ),
+    P.StickyAction: (
+        "the policy relies on every action being executed when chosen",
+        "train with {call} (Machado et al.'s sticky actions)",
+    ),
+    P.ActionDelay: (
+        "the policy expects its actions to take effect immediately",
+        "train with {call}, and let it see its pending actions (frame stacking of "
+        "observations and past actions)",
+    ),
+    P.Dynamics: (
+        "the policy is fitted to the nominal physics",
+        "train with domain randomisation over the shifted parameters ({call} with factors "
+        "drawn per episode)",
+    ),
+}
+
+
+def _return_by_step(trace: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Return so far at each env step of ``grid`` (a step function of the trace)."""
+    idx = np.searchsorted(trace[:, 0], grid, side="right") - 1
+    return np.where(idx >= 0, trace[np.clip(idx, 0, None), 1], 0.0)
+
+
+def parting_step(
+    nominal: Sequence[np.ndarray], perturbed: Sequence[np.ndarray], *, reference: float = 0.0,
+    tolerance: float = 0.05,
+) -> tuple[float | None, int]:
+    """The median env step at which perturbed episodes fall behind their nominal twins.
+
+    ``nominal[i]`` and ``perturbed[i]`` are episode traces: rows of (env steps so far,
+    return so far) after each agent step. A pair *parts* at the first env step where the
+    perturbed return so far trails the nominal one by more than ``tolerance`` of the
+    nominal episode's return above ``reference``, or where the perturbed episode ends while
+    the nominal one goes on to more return. Only pairs whose final return drops by more
+    than that tolerance count. Returns (median parting step or None, pairs that parted).
+
+    >>> n = [np.array([[1, 1.0], [2, 2.0], [3, 3.0], [4, 4.0]])]
+    >>> p = [np.array([[1, 1.0], [2, 2.0]])]           # the perturbed episode ends at step 2
+    >>> parting_step(n, p)
+    (2.0, 1)
+    """
+    steps = []
+    for nom, per in zip(nominal, perturbed, strict=True):
+        if len(nom) == 0 or len(per) == 0:
+            continue
+        final_n, final_p = nom[-1, 1], per[-1, 1]
+        tol = tolerance * max(abs(final_n - reference), 1e-12)
+        if not final_p < final_n - tol:
+            continue
+        horizon = int(max(nom[-1, 0], per[-1, 0]))
+        grid = np.arange(1, horizon + 1)
+
+        behind = _return_by_step(nom, grid) - _return_by_step(per, grid) > tol
+        ended = (grid >= per[-1, 0]) & (grid < nom[-1, 0])
+        parted = np.flatnonzero(behind | ended)
+        if len(parted):
+            steps.append(int(grid[parted[0]]))
+    return (float(np.median(steps)) if steps else None), len(steps)
+
+
+def _when(nominal_env_steps: np.ndarray, perturbed_env_steps: np.ndarray,
+          parting: float | None, parted: int, episodes: int) -> str:
+    n_med, p_med = float(np.median(nominal_env_steps)), float(np.median(perturbed_env_steps))
+    parts = []
+    if p_med < 0.9 * n_med:
+        parts.append(f"episodes end early: median {p_med:.0f} env steps vs {n_med:.0f} nominal")
+    elif p_med > 1.1 * n_med:
+        parts.append(f"episodes run longer: median {p_med:.0f} env steps vs {n_med:.0f} nominal")
+    else:
+        parts.append(f"episodes last as long as nominal (median {p_med:.0f} env steps) but earn less")
+    if parting is not None:
+        parts.append(f"returns part from nominal at env step {parting:.0f} (median over the "
+                     f"{parted} of {episodes} episodes that lost return)")
+    return "; ".join(parts)
+
+
+def diagnose(
+    scenario: Scenario,
+    *,
+    nominal_env_steps: np.ndarray,
+    perturbed_env_steps: np.ndarray,
+    parting: float | None,
+    ratio: float,
+    rating: str,
+    parted: int = 0,
+    reference: float = 0.0,
+) -> Diagnosis | None:
+    """The diagnosis of a scenario rated below PASS (None for PASS).
+
+    ``parting`` and ``parted`` come from :func:`parting_step` on the episode traces.
+    """
+    if rating == "PASS":
+        return None
+    cause, fix = _ADVICE.get(scenario.perturbation, (
+        f"the agent was not trained under the {scenario.name!r} perturbation",
+        "train with the scenario's wrapper: {call}",
+    ))
+    label = ("SpeedSchedule.spike" if scenario.perturbation is P.spike
+             else getattr(scenario.perturbation, "__name__", scenario.name))
+    call = _call(label, dict(scenario.params))
+    when = _when(np.asarray(nominal_env_steps), np.asarray(perturbed_env_steps), parting,
+                 parted, len(nominal_env_steps))
+    share = "of the nominal return" if reference == 0 else "of the nominal return above the reference"
+    pattern = f"{scenario.name} keeps {ratio:.0%} {share} ({rating}); {when}"
+    return Diagnosis(pattern, cause, fix.format(call=call))
