@@ -97,3 +97,73 @@ def test_numeric_reference(controller):
     r = audit(controller, "CartPole-v1", scenarios=["speed_5x"], episodes=3, reference=100)
     expected = (r["speed_5x"].mean_return - 100) / (r.nominal.mean_return - 100)
     assert r["speed_5x"].ratio == pytest.approx(expected)
+
+
+# ------------------------------------------------------------------- statistics
+
+
+def test_each_scenario_has_interval_p_value_rating_and_diagnosis(result):
+    from pytest_rlaudit.stats import degradation_p_value, rating
+
+    for r in result:
+        low, high = r.ci
+        assert low <= r.ratio <= high
+        assert 0.0 < r.p_value <= 1.0
+        assert r.rating == rating(r.ratio)
+        assert (r.diagnosis is None) == (r.rating == "PASS")
+        raw = degradation_p_value(result.nominal.returns, r.returns)
+        assert r.p_value >= raw - 1e-12 or r.p_value == 1.0  # Holm only raises p-values
+
+
+def test_aggregates_are_the_min_ratio_of_each_category(result):
+    from pytest_rlaudit.stats import rating
+
+    deployment = [result[n].ratio for n in scenarios.DEPLOYMENT]
+    score, rated = result.deployment
+    assert score == min(deployment)
+    assert rated == rating(score)
+    assert result.deployment.scenario == scenarios.DEPLOYMENT[int(np.argmin(deployment))]
+    assert result.stress.score == result["speed_5x"].ratio
+    only_stress = audit(lambda o: np.zeros(len(o), dtype=np.int64), "CartPole-v1",
+                        scenarios=["speed_5x"], episodes=2)
+    assert only_stress.deployment is None
+
+
+def test_to_dict_carries_the_statistics(result):
+    data = json.loads(json.dumps(result.to_dict()))
+    jitter = data["scenarios"]["jitter"]
+    assert {"ratio", "ci_low", "ci_high", "p_value", "rating", "diagnosis"} <= set(jitter)
+    assert data["thresholds"] == {"pass": 0.95, "mild": 0.8, "degraded": 0.5}
+    assert data["deployment"]["rating"] == result.deployment.rating
+    assert data["confidence"] == 0.95 and data["nominal"]["p_value"] is None
+
+
+def test_thresholds_change_every_rating_alike(controller):
+    from pytest_rlaudit.stats import Thresholds
+
+    lenient = Thresholds(pass_=0.5, mild=0.3, degraded=0.1)
+    r = audit(controller, "CartPole-v1", scenarios=["spike", "speed_5x"], episodes=4,
+              thresholds=lenient)
+    assert all(s.rating == "PASS" and s.diagnosis is None for s in r)
+    assert r.stress.rating == "PASS"
+
+
+def test_statistics_do_not_depend_on_the_batch_size(controller):
+    a = audit(controller, "CartPole-v1", episodes=5, seed=2, batch_size=1).to_dict()
+    b = audit(controller, "CartPole-v1", episodes=5, seed=2, batch_size=64).to_dict()
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b
+
+
+@pytest.mark.parametrize("confidence", [0, 1, 1.5, -0.2])
+def test_confidence_outside_0_1_is_an_error(controller, confidence):
+    with pytest.raises(ValueError, match="confidence must be in"):
+        audit(controller, "CartPole-v1", episodes=2, confidence=confidence)
+
+
+def test_str_shows_interval_rating_aggregates_and_diagnoses():
+    fragile = audit(lambda o: (o[:, 2] + 0.5 * o[:, 3] > 0).astype(np.int64), "CartPole-v1",
+                    scenarios=["spike", "delay"], episodes=6)
+    text = str(fragile)
+    assert "95% CI" in text and "FAIL" in text and "deployment FAIL" in text
+    assert "spike: spike keeps" in text and "Likely cause:" in text and "Fix: train with" in text
