@@ -58,12 +58,12 @@ def _scenario(scenario: str | Scenario) -> Scenario:
 
 
 def _message(result: ScenarioResult, failed: list[Verdict], *, env_name: str, seed: int,
-             confidence: float, stopped: str | None) -> str:
+             confidence: float, stopped: str | None, call: dict[str, Any]) -> str:
     lo, hi = result.ci
     seeds = result.seeds
     lines = [
         f"scenario {result.name!r} is not robust enough: ratio {result.ratio:.3f} "
-        f"({confidence:.0%} CI {lo:.3f}-{hi:.3f}), rated {result.rating}",
+        f"({confidence * 100:.4g}% CI {lo:.3f}-{hi:.3f}), rated {result.rating}",
     ]
     for v in failed:
         lines.append(f"  required: ratio >= {v.threshold:g} in {v.mode!r} mode; {v.reason}")
@@ -71,7 +71,8 @@ def _message(result: ScenarioResult, failed: list[Verdict], *, env_name: str, se
     adaptive = f", adaptive sampling stopped: {stopped}" if stopped else ""
     lines.append(f"  episodes: {result.episodes} paired (env seeds {seeds[0]}-{seeds[-1]}){adaptive}; "
                  f"p = {p} (one-sided, H0: no degradation)")
-    lines.append(f"  reproduce: assert_robust(agent, {env_name!r}, {result.name!r}, "
+    extra = "".join(f", {k}={v!r}" for k, v in call.items())
+    lines.append(f"  reproduce: assert_robust(agent, {env_name!r}, {result.name!r}{extra}, "
                  f"episodes={result.episodes}, seed={seed})")
     if result.diagnosis is not None:
         d = result.diagnosis
@@ -143,7 +144,7 @@ def assert_robust(
         return run_episodes(policy, spec, [NOMINAL, chosen], indices, seed=seed,
                             batch_size=batch_size, max_steps=max_steps)
 
-    intervals, stopped = None, None
+    intervals, stopped, level = None, None, confidence
     if max_episodes is None:
         batches = run(episodes)
     else:
@@ -161,6 +162,7 @@ def assert_robust(
         batches = {name: EpisodeBatch.concat([p[name] for p in parts])
                    for name in ("nominal", chosen.name)}
         intervals, stopped = {chosen.name: outcome.ci}, outcome.stopped
+        level = outcome.look_confidence  # the level the stopping rule used at each look
     _, results = summarise(batches["nominal"], {chosen: batches[chosen.name]}, reference=ref,
                            confidence=confidence, seed=seed, thresholds=thresholds,
                            intervals=intervals)
@@ -168,6 +170,10 @@ def assert_robust(
     failed = [v for v in (verdict(result.ratio, result.ci, t, mode, strict=strict)
                           for t, strict in gates) if not v.passed]
     if failed:
+        call = {k: v for k, v in (("min_ratio", min_ratio), ("min_rating", min_rating),
+                                  ("mode", mode), ("reference", reference))
+                if v is not None and not (k == "mode" and v == "point")
+                and not (k == "reference" and v == 0)}
         raise RobustnessError(_message(result, failed, env_name=spec.name, seed=seed,
-                                       confidence=confidence, stopped=stopped), result)
+                                       confidence=level, stopped=stopped, call=call), result)
     return result
