@@ -49,6 +49,12 @@ class RobustnessError(AssertionError):
         self.result = result
 
 
+def _number_in(value: Any, low: float, high: float) -> bool:
+    """True for a real number strictly between ``low`` and ``high``."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float, np.number))
+            and low < float(value) < high)
+
+
 def _scenario(scenario: str | Scenario) -> Scenario:
     resolved = scenario if isinstance(scenario, Scenario) else registry.get(scenario)
     if resolved.name == NOMINAL.name:
@@ -57,23 +63,26 @@ def _scenario(scenario: str | Scenario) -> Scenario:
     return resolved
 
 
-def _message(result: ScenarioResult, failed: list[Verdict], *, env_name: str, seed: int,
-             confidence: float, stopped: str | None, call: dict[str, Any]) -> str:
+def _message(result: ScenarioResult, failed: list[tuple[Verdict, str | None]], *, env_name: str,
+             seed: int, episodes: int, confidence: float, stopped: str | None,
+             call: dict[str, Any]) -> str:
     lo, hi = result.ci
     seeds = result.seeds
     lines = [
         f"scenario {result.name!r} is not robust enough: ratio {result.ratio:.3f} "
         f"({confidence * 100:.4g}% CI {lo:.3f}-{hi:.3f}), rated {result.rating}",
     ]
-    for v in failed:
-        lines.append(f"  required: ratio >= {v.threshold:g} in {v.mode!r} mode; {v.reason}")
+    for v, band in failed:
+        need = (f"rating {band} or better (ratio > {v.threshold:g})" if band
+                else f"ratio >= {v.threshold:g}")
+        lines.append(f"  required: {need} in {v.mode!r} mode; {v.reason}")
     p = "n/a" if result.p_value is None else f"{result.p_value:.3g}"
     adaptive = f", adaptive sampling stopped: {stopped}" if stopped else ""
     lines.append(f"  episodes: {result.episodes} paired (env seeds {seeds[0]}-{seeds[-1]}){adaptive}; "
                  f"p = {p} (one-sided, H0: no degradation)")
     extra = "".join(f", {k}={v!r}" for k, v in call.items())
     lines.append(f"  reproduce: assert_robust(agent, {env_name!r}, {result.name!r}{extra}, "
-                 f"episodes={result.episodes}, seed={seed})")
+                 f"episodes={episodes}, seed={seed})")
     if result.diagnosis is not None:
         d = result.diagnosis
         lines += [f"  diagnosis: {d.pattern}", f"    likely cause: {d.cause}", f"    fix: {d.fix}"]
@@ -126,27 +135,30 @@ def assert_robust(
             raise ValueError(f"max_episodes ({max_episodes}) must be >= episodes ({episodes})")
     elif target_ci_width is not None:
         raise ValueError("target_ci_width needs max_episodes: the most episodes to spend on it")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if not _number_in(confidence, 0.0, 1.0):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    if target_ci_width is not None and not _number_in(target_ci_width, 0.0, float("inf")):
+        raise ValueError(f"target_ci_width must be a positive number, got {target_ci_width!r}")
     thresholds = thresholds or DEFAULT_THRESHOLDS
     chosen = _scenario(scenario)
     spec = env_spec(env)
     policy = as_policy(agent)
     ref = resolve_reference(reference, spec, max_episodes or episodes, seed=seed,
                             batch_size=batch_size, max_steps=max_steps)
-    gates = []  # (threshold, strict): rating bands are strict (PASS means ratio > 0.95)
+    # (threshold, strict, rating band): rating bands are strict (PASS means ratio > 0.95)
+    gates: list[tuple[float, bool, str | None]] = []
     if min_ratio is not None:
-        gates.append((min_ratio, False))
+        gates.append((min_ratio, False, None))
     if min_rating is not None and min_rating != "FAIL":
-        gates.append((rating_floor(min_rating, thresholds), True))
+        gates.append((rating_floor(min_rating, thresholds), True, min_rating))
 
     def run(indices: Any) -> dict[str, EpisodeBatch]:
         return run_episodes(policy, spec, [NOMINAL, chosen], indices, seed=seed,
                             batch_size=batch_size, max_steps=max_steps)
 
     intervals, stopped, level = None, None, confidence
-    if max_episodes is None:
-        batches = run(episodes)
+    if max_episodes is None or (not gates and target_ci_width is None):
+        batches = run(episodes)  # min_rating="FAIL" alone sets nothing to stop on
     else:
         parts: list[dict[str, EpisodeBatch]] = []
 
@@ -154,7 +166,7 @@ def assert_robust(
             parts.append(run(range(start, stop)))
             return parts[-1]["nominal"].returns, parts[-1][chosen.name].returns
 
-        binding = max(gates, default=(None, False))
+        binding = max(gates, default=(None, False, None))
         outcome = adaptive_sample(
             more, episodes=episodes, max_episodes=max_episodes, threshold=binding[0],
             target_ci_width=target_ci_width, reference=ref, confidence=confidence,
@@ -167,13 +179,19 @@ def assert_robust(
                            confidence=confidence, seed=seed, thresholds=thresholds,
                            intervals=intervals)
     result = results[chosen.name]
-    failed = [v for v in (verdict(result.ratio, result.ci, t, mode, strict=strict)
-                          for t, strict in gates) if not v.passed]
+    checked = [(verdict(result.ratio, result.ci, t, mode, strict=strict), band)
+               for t, strict, band in gates]
+    failed = [(v, band) for v, band in checked if not v.passed]
     if failed:
-        call = {k: v for k, v in (("min_ratio", min_ratio), ("min_rating", min_rating),
-                                  ("mode", mode), ("reference", reference))
-                if v is not None and not (k == "mode" and v == "point")
-                and not (k == "reference" and v == 0)}
+        given = {"min_ratio": min_ratio, "min_rating": min_rating, "mode": mode,
+                 "reference": reference, "confidence": confidence, "max_episodes": max_episodes,
+                 "target_ci_width": target_ci_width, "thresholds": thresholds,
+                 "max_steps": max_steps}
+        defaults = {"mode": "point", "reference": 0, "confidence": 0.95,
+                    "thresholds": DEFAULT_THRESHOLDS, "max_steps": DEFAULT_MAX_STEPS}
+        call = {k: v for k, v in given.items()
+                if v is not None and not (k in defaults and v == defaults[k])}
         raise RobustnessError(_message(result, failed, env_name=spec.name, seed=seed,
-                                       confidence=level, stopped=stopped, call=call), result)
+                                       episodes=episodes, confidence=level, stopped=stopped,
+                                       call=call), result)
     return result

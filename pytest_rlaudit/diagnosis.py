@@ -148,7 +148,10 @@ def parting_step(
         horizon = int(max(nom[-1, 0], per[-1, 0]))
         grid = np.arange(1, horizon + 1)
 
-        behind = _return_by_step(nom, grid) - _return_by_step(per, grid) > tol
+        # Under held actions a trace has a row only every k env steps; between rows the
+        # return so far is unknown, so compare only where the perturbed trace has a row.
+        known = np.isin(grid, per[:, 0]) | (grid >= per[-1, 0])
+        behind = known & (_return_by_step(nom, grid) - _return_by_step(per, grid) > tol)
         ended = (grid >= per[-1, 0]) & (grid < nom[-1, 0])
         parted = np.flatnonzero(behind | ended)
         if len(parted):
@@ -159,11 +162,16 @@ def parting_step(
 def _when(nominal_env_steps: np.ndarray, perturbed_env_steps: np.ndarray,
           parting: float | None, parted: int, episodes: int) -> str:
     n_med, p_med = float(np.median(nominal_env_steps)), float(np.median(perturbed_env_steps))
+    short = perturbed_env_steps < 0.9 * nominal_env_steps
     parts = []
     if p_med < 0.9 * n_med:
         parts.append(f"episodes end early: median {p_med:.0f} env steps vs {n_med:.0f} nominal")
     elif p_med > 1.1 * n_med:
         parts.append(f"episodes run longer: median {p_med:.0f} env steps vs {n_med:.0f} nominal")
+    elif short.any():
+        parts.append(f"{int(short.sum())} of {episodes} episodes end early (median "
+                     f"{np.median(perturbed_env_steps[short]):.0f} env steps vs {n_med:.0f} "
+                     "nominal); the others last as long as nominal")
     else:
         parts.append(f"episodes last as long as nominal (median {p_med:.0f} env steps) but earn less")
     if parting is not None:
@@ -189,10 +197,12 @@ def diagnose(
     """
     if rating == "PASS":
         return None
-    cause, fix = _ADVICE.get(scenario.perturbation, (
+    advice = next((_ADVICE[c] for c in getattr(scenario.perturbation, "__mro__",
+                                                (scenario.perturbation,)) if c in _ADVICE), None)
+    cause, fix = advice or (
         f"the agent was not trained under the {scenario.name!r} perturbation",
         "train with the scenario's wrapper: {call}",
-    ))
+    )
     label = ("SpeedSchedule.spike" if scenario.perturbation is P.spike
              else getattr(scenario.perturbation, "__name__", scenario.name))
     call = _call(label, dict(scenario.params))

@@ -330,16 +330,17 @@ def verdict(point: float, ci: tuple[float, float], threshold: float, mode: str =
         return x > threshold if strict else x >= threshold
 
     decided = above(low) or not above(high)
+    meets, misses = ("is above", "is not above") if strict else ("meets", "is below")
     if mode == "point":
         passed = above(point)
-        reason = f"ratio {point:.3f} {'meets' if passed else 'is below'} {threshold:g}"
+        reason = f"ratio {point:.3f} {meets if passed else misses} {threshold:g}"
     elif mode == "confident":
         passed = above(low)
-        reason = (f"interval low end {low:.3f} {'meets' if passed else 'is below'} {threshold:g}"
+        reason = (f"interval low end {low:.3f} {meets if passed else misses} {threshold:g}"
                   f"{'' if passed else ' (not confidently above it)'}")
     else:
         passed = above(high)
-        reason = (f"interval high end {high:.3f} {'meets' if passed else 'is below'} "
+        reason = (f"interval high end {high:.3f} {meets if passed else misses} "
                   f"{threshold:g}{' (confidently below it)' if not passed else ''}")
     return Verdict(passed, decided, threshold, mode, reason)
 
