@@ -326,3 +326,14 @@ def test_a_perturbation_that_improves_returns_is_rated_pass(controller, referenc
         assert r.ratio > 1
         assert r.rating == "PASS" and r.diagnosis is None
         assert r.p_value == 1.0
+
+
+def test_a_subclass_of_a_known_wrapper_gets_its_parents_advice():
+    from pytest_rlaudit.perturbations import Jitter
+
+    class SlowGpuJitter(Jitter):
+        pass
+
+    d = diagnosis_of(Scenario("gpu_jitter", "custom", SlowGpuJitter, {"base": 3, "jitter": 2}))
+    assert "fixed control period" in d.cause
+    assert "SlowGpuJitter(env, base=3, jitter=2)" in d.fix
