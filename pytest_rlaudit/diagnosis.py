@@ -113,49 +113,40 @@ _ADVICE: dict[Any, tuple[str, str]] = {
 }
 
 
-def _return_by_step(trace: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Return so far at each env step of ``grid`` (a step function of the trace)."""
-    idx = np.searchsorted(trace[:, 0], grid, side="right") - 1
-    return np.where(idx >= 0, trace[np.clip(idx, 0, None), 1], 0.0)
-
-
 def parting_step(
     nominal: Sequence[np.ndarray], perturbed: Sequence[np.ndarray], *, reference: float = 0.0,
     tolerance: float = 0.05,
 ) -> tuple[float | None, int]:
     """The median env step at which perturbed episodes fall behind their nominal twins.
 
-    ``nominal[i]`` and ``perturbed[i]`` are episode traces: rows of (env steps so far,
-    return so far) after each agent step. A pair *parts* at the first env step where the
-    perturbed return so far trails the nominal one by more than ``tolerance`` of the
-    nominal episode's return above ``reference``, or where the perturbed episode ends while
-    the nominal one goes on to more return. Only pairs whose final return drops by more
-    than that tolerance count. Returns (median parting step or None, pairs that parted).
+    ``nominal[i]`` and ``perturbed[i]`` are the rewards of episode ``i`` at every env step.
+    A pair *parts* at the first env step where the perturbed return so far trails the
+    nominal one by more than ``tolerance`` of the nominal episode's return above
+    ``reference``, or where the perturbed episode ends while the nominal one goes on to
+    more return. Only pairs whose final return drops by more than that tolerance count.
+    Returns (median parting step, 1-based, or None; the number of pairs that parted).
 
-    >>> n = [np.array([[1, 1.0], [2, 2.0], [3, 3.0], [4, 4.0]])]
-    >>> p = [np.array([[1, 1.0], [2, 2.0]])]           # the perturbed episode ends at step 2
-    >>> parting_step(n, p)
+    >>> parting_step([np.ones(4)], [np.ones(2)])   # the perturbed episode ends at step 2
     (2.0, 1)
     """
     steps = []
     for nom, per in zip(nominal, perturbed, strict=True):
         if len(nom) == 0 or len(per) == 0:
             continue
-        final_n, final_p = nom[-1, 1], per[-1, 1]
-        tol = tolerance * max(abs(final_n - reference), 1e-12)
-        if not final_p < final_n - tol:
+        cum_n, cum_p = np.cumsum(nom), np.cumsum(per)
+        tol = tolerance * max(abs(cum_n[-1] - reference), 1e-12)
+        if not cum_p[-1] < cum_n[-1] - tol:
             continue
-        horizon = int(max(nom[-1, 0], per[-1, 0]))
-        grid = np.arange(1, horizon + 1)
-
-        # Under held actions a trace has a row only every k env steps; between rows the
-        # return so far is unknown, so compare only where the perturbed trace has a row.
-        known = np.isin(grid, per[:, 0]) | (grid >= per[-1, 0])
-        behind = known & (_return_by_step(nom, grid) - _return_by_step(per, grid) > tol)
-        ended = (grid >= per[-1, 0]) & (grid < nom[-1, 0])
-        parted = np.flatnonzero(behind | ended)
+        horizon = max(len(cum_n), len(cum_p))
+        # After an episode ends its return so far stays at its final value.
+        cum_n = np.pad(cum_n, (0, horizon - len(cum_n)), mode="edge")
+        ended = np.arange(horizon) >= len(cum_p) - 1
+        cum_p = np.pad(cum_p, (0, horizon - len(cum_p)), mode="edge")
+        behind = cum_n - cum_p > tol
+        # Ending early parts the pair when the nominal twin still earns more afterwards.
+        parted = np.flatnonzero(behind | (ended & (cum_n[-1] - cum_p > tol)))
         if len(parted):
-            steps.append(int(grid[parted[0]]))
+            steps.append(int(parted[0]) + 1)
     return (float(np.median(steps)) if steps else None), len(steps)
 
 

@@ -55,8 +55,8 @@ class EpisodeBatch:
     ``returns``: summed rewards; ``lengths``: agent decisions; ``env_steps``: environment
     steps (more than ``lengths`` when actions are held, as under ``speed_5x``);
     ``capped``: whether the episode was cut at the step cap; ``seeds``: env reset seeds;
-    ``traces[i]``: episode ``i``'s progress, an array of (env steps so far, return so far)
-    after each agent step (diagnoses use it to find where returns part from nominal).
+    ``traces[i]``: episode ``i``'s reward at every environment step, as the env gave it
+    below the perturbations (diagnoses use it to find where returns part from nominal).
     """
 
     scenario: str
@@ -77,23 +77,25 @@ class EpisodeBatch:
 
 
 class _StepCounter(gym.Wrapper):
-    """Counts environment steps below the perturbations (they may repeat actions)."""
+    """Records the reward of every environment step below the perturbations (they may
+    repeat actions, so an agent step can span several env steps)."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self.count = 0
+        self.rewards: list[float] = []
 
     def reset(self, **kwargs: Any):
-        self.count = 0
+        self.rewards = []
         return self.env.reset(**kwargs)
 
     def step(self, action: Any):
-        self.count += 1
-        return self.env.step(action)
+        result = self.env.step(action)
+        self.rewards.append(result[1])
+        return result
 
 
 class _Slot:
-    __slots__ = ("counter", "env", "job", "obs", "ret", "state", "steps", "trace")
+    __slots__ = ("counter", "env", "job", "obs", "ret", "state", "steps")
 
     def __init__(self) -> None:
         self.job: tuple[int, int] | None = None
@@ -103,7 +105,6 @@ class _Slot:
         self.state: Any = None
         self.ret = 0.0
         self.steps = 0
-        self.trace: list[tuple[int, float]] = []
 
 
 def _where(scenario: str, episode: int, seed: int, step: int) -> str:
@@ -230,7 +231,7 @@ def run_episodes(
     lengths = np.zeros((len(scenarios), n_eps), dtype=np.int64)
     env_steps = np.zeros((len(scenarios), n_eps), dtype=np.int64)
     capped = np.zeros((len(scenarios), n_eps), dtype=bool)
-    traces: list[list[np.ndarray]] = [[np.empty((0, 2))] * n_eps for _ in scenarios]
+    traces: list[list[np.ndarray]] = [[np.empty(0)] * n_eps for _ in scenarios]
 
     queue: deque[tuple[int, int]] = deque(
         (s, e) for s in range(len(scenarios)) for e in range(n_eps)
@@ -288,7 +289,7 @@ def run_episodes(
                 free[slot.job[0]].append((slot.env, slot.counter))
             slot.env, slot.counter = make(s)
         slot.job = (s, e)
-        slot.ret, slot.steps, slot.trace = 0.0, 0, []
+        slot.ret, slot.steps = 0.0, 0
         seed_perturbations(slot.env, episode_seed_sequence(seed, episode, names[s]))
         try:
             obs, _ = slot.env.reset(seed=seed + episode)
@@ -306,9 +307,9 @@ def run_episodes(
         s, e = slot.job
         returns[s, e] = slot.ret
         lengths[s, e] = slot.steps
-        env_steps[s, e] = slot.counter.count
+        env_steps[s, e] = len(slot.counter.rewards)
         capped[s, e] = was_capped
-        traces[s][e] = np.asarray(slot.trace, dtype=np.float64).reshape(-1, 2)
+        traces[s][e] = np.asarray(slot.counter.rewards, dtype=np.float64)
 
     try:
         active = [slot for slot in slots if start(slot)]
@@ -366,7 +367,6 @@ def run_episodes(
                         scenario=name, episode=episode, step=slot.steps,
                     )
                 slot.ret += reward
-                slot.trace.append((slot.counter.count, slot.ret))
                 if terminated or truncated or slot.steps >= max_steps:
                     finish(slot, not (terminated or truncated))
                     if start(slot):

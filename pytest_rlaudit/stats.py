@@ -250,31 +250,41 @@ def degradation_p_value(
 ) -> float:
     """One-sided paired p-value of H0 "the perturbation does not lower the mean return".
 
-    A sign-flip permutation test of the mean paired difference (``scipy.stats.
-    permutation_test``, ``permutation_type="samples"``): exact when 2^episodes is at most
-    ``n_resamples``, seeded otherwise. Makes no normality assumption, which matters for
-    capped, skewed returns like CartPole's. The ratio is below 1 exactly when the mean
-    difference is negative, whatever the reference, so the test needs none.
+    A sign-flip permutation test of the mean paired difference: under H0 each episode's
+    difference is as likely negated, so the p-value is the share of sign patterns whose
+    mean difference is at most the observed one. Exact (all 2^n patterns) when 2^n is at
+    most ``n_resamples``; otherwise ``n_resamples`` seeded random patterns, counted with
+    the observed one. No normality is assumed, which matters for capped, skewed returns
+    like CartPole's. The ratio is below 1 exactly when the mean difference is negative,
+    whatever the reference, so the test needs none. This is the test of
+    ``scipy.stats.permutation_test(permutation_type="samples")`` on the differences,
+    written out in numpy because scipy's generic path (permuting the two values of every
+    pair) cost 12 ms a call, most of an audit's statistics time.
 
     >>> degradation_p_value([500.0] * 8, [500.0] * 8)
     1.0
-    >>> degradation_p_value([500.0] * 8, [100.0] * 8) < 0.01
-    True
+    >>> degradation_p_value([10.0, 10, 10, 10], [9.0, 8, 7, 6])  # exact: 1 of 16 patterns
+    0.0625
     """
     n, p = _pair(nominal, perturbed)
     diff = p - n
     if not diff.any():
         return 1.0
-
-    def mean_diff(d: np.ndarray, axis: int = -1) -> np.ndarray:
-        return d.mean(axis=axis)
-
+    size = len(diff)
+    observed = diff.mean()
+    ties = observed + 1e-12 * max(1.0, abs(observed))  # float noise must not break ties
+    if 2**size <= n_resamples:
+        patterns = np.arange(2**size, dtype=np.int64)[:, None] >> np.arange(size)
+        null = (1 - 2 * (patterns & 1)) @ diff / size
+        return float(np.mean(null <= ties))
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xD1FF]))
-    res = _scipy_stats.permutation_test(
-        (diff,), mean_diff, permutation_type="samples", alternative="less", vectorized=True,
-        n_resamples=n_resamples, rng=rng,
-    )
-    return float(min(1.0, res.pvalue))
+    hits, done = 0, 0
+    while done < n_resamples:  # in blocks, so long audits stay light on memory
+        rows = min(2000, n_resamples - done)
+        signs = 1.0 - 2.0 * rng.integers(0, 2, size=(rows, size), dtype=np.int8)
+        hits += int(np.sum(signs @ diff / size <= ties))
+        done += rows
+    return (hits + 1) / (n_resamples + 1)
 
 
 def holm(p_values: Mapping[str, float]) -> dict[str, float]:

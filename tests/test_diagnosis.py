@@ -17,26 +17,12 @@ def fragile(obs: np.ndarray) -> np.ndarray:
     return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
 
 
-def trace(rewards, every: int = 1) -> np.ndarray:
-    """Rows of (env steps so far, return so far), one row per ``every`` env steps.
-
-    ``rewards`` are per env step; with ``every`` > 1 the agent holds each action for
-    ``every`` env steps (as under Speed), so the trace has a row every ``every`` steps.
-    """
-    rewards = np.asarray(rewards, dtype=float)
-    cumulative = np.cumsum(rewards)
-    steps = np.arange(every, len(rewards) + 1, every)
-    if len(rewards) % every:
-        steps = np.append(steps, len(rewards))
-    return np.column_stack([steps, cumulative[steps - 1]])
+def trace(rewards) -> np.ndarray:
+    """An episode trace: its reward at every env step."""
+    return np.asarray(rewards, dtype=float)
 
 
 # --------------------------------------------------------------------------- parting_step
-
-
-def test_trace_helper():
-    np.testing.assert_array_equal(trace([1, 1, 1]), [[1, 1], [2, 2], [3, 3]])
-    np.testing.assert_array_equal(trace([1] * 7, every=3), [[3, 3], [6, 6], [7, 7]])
 
 
 def test_episode_ending_early_parts_at_its_last_step():
@@ -96,7 +82,7 @@ def test_negative_returns_use_the_distance_to_the_reference():
 
 
 def test_empty_traces_are_skipped():
-    empty = np.empty((0, 2))
+    empty = np.empty(0)
     nominal = trace([1.0] * 100)
     assert parting_step([empty], [trace([1.0] * 10)]) == (None, 0)
     assert parting_step([nominal], [empty]) == (None, 0)
@@ -110,13 +96,18 @@ def test_unpaired_traces_are_an_error():
         parting_step([nominal, nominal], [nominal])
 
 
-def test_coarse_perturbed_trace_parts_where_it_ends_not_between_its_rows():
-    """Under Speed(k=5) the perturbed trace has a row every 5 env steps. An episode that
-    earns exactly what nominal earns at every one of its rows but ends at env step 15 of 20
-    parts at 15; between rows its return so far is unknown, not zero."""
+def test_held_actions_part_where_the_episode_ends():
+    """Under Speed(k=5) an episode that earns what nominal earns at every env step but ends
+    at env step 15 of 20 parts at 15 (traces are per env step, whatever the agent step)."""
     nominal = trace([1.0] * 20)                  # return 20: the tolerance is 1
-    perturbed = trace([1.0] * 15, every=5)       # rows (5, 5), (10, 10), (15, 15)
-    assert parting_step([nominal], [perturbed]) == (15.0, 1)
+    assert parting_step([nominal], [trace([1.0] * 15)]) == (15.0, 1)
+
+
+def test_traces_of_a_speed_scenario_are_per_env_step(controller):
+    r = audit(controller, ENV, scenarios=["speed_5x"], episodes=2)["speed_5x"]
+    for i, t in enumerate(r.traces):
+        assert len(t) == r.env_steps[i] > r.lengths[i]
+        assert t.sum() == r.returns[i]
 
 
 # --------------------------------------------------------------------------- diagnose
@@ -258,8 +249,7 @@ def test_traces_match_the_episode_numbers(fragile_audit):
     for r in (fragile_audit.nominal, *fragile_audit):
         assert len(r.traces) == r.episodes
         for i, t in enumerate(r.traces):
-            assert t[-1, 0] == r.env_steps[i] and t[-1, 1] == pytest.approx(r.returns[i])
-            assert (np.diff(t[:, 0]) > 0).all()
+            assert len(t) == r.env_steps[i] and t.sum() == pytest.approx(r.returns[i])
 
 
 def test_fail_rated_scenarios_carry_a_diagnosis_with_the_real_numbers(fragile_audit):
