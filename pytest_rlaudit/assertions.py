@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,7 +40,7 @@ from .stats import (
     verdict,
 )
 
-__all__ = ["RobustnessError", "assert_robust"]
+__all__ = ["RobustnessError", "RobustnessCheck", "assert_robust", "check_robust"]
 
 
 class RobustnessError(AssertionError):
@@ -89,6 +91,17 @@ def _message(result: ScenarioResult, failed: list[tuple[Verdict, str | None]], *
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class RobustnessCheck:
+    """The outcome of :func:`check_robust`: the numbers, whether every threshold held, and
+    the failure message (empty when passed)."""
+
+    result: ScenarioResult
+    passed: bool
+    message: str
+    gates: tuple[tuple[float, bool, str | None], ...]
+
+
 def assert_robust(
     agent: Any,
     env: EnvLike,
@@ -120,14 +133,50 @@ def assert_robust(
     error control). Raises :class:`RobustnessError` with the numbers, the seed to
     reproduce and the diagnosis.
     """
+    if min_ratio is None and min_rating is None:
+        min_rating = "MILD"
+    check = check_robust(
+        agent, env, scenario, min_ratio=min_ratio, min_rating=min_rating, mode=mode,
+        episodes=episodes, seed=seed, reference=reference, confidence=confidence,
+        max_episodes=max_episodes, target_ci_width=target_ci_width, batch_size=batch_size,
+        thresholds=thresholds, max_steps=max_steps)
+    if not check.passed:
+        raise RobustnessError(check.message, check.result)
+    return check.result
+
+
+def check_robust(
+    agent: Any,
+    env: EnvLike,
+    scenario: str | Scenario,
+    *,
+    min_ratio: float | None = None,
+    min_rating: str | None = None,
+    mode: str = "point",
+    episodes: int = 30,
+    seed: int = 0,
+    reference: float | str = 0,
+    confidence: float = 0.95,
+    max_episodes: int | None = None,
+    target_ci_width: float | None = None,
+    batch_size: int | None = None,
+    thresholds: Thresholds | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    cache: MutableMapping[Hashable, Any] | None = None,
+) -> RobustnessCheck:
+    """:func:`assert_robust` without the raise: the numbers and the verdict.
+
+    With neither ``min_ratio`` nor ``min_rating`` nothing is gated (the result is only
+    measured). ``cache``: a mapping in which nominal and random-reference rollouts are
+    kept, keyed by the policy and env objects, seed and episode range, so that several
+    scenarios of one agent share them (the pytest plugin keeps one per process).
+    """
     if mode not in MODES:
         raise ValueError(f"unknown verdict mode {mode!r}; modes are {', '.join(MODES)}")
     if min_ratio is not None:
         min_ratio = check_threshold("min_ratio", min_ratio)
     if min_rating is not None and min_rating not in RATINGS:
         raise ValueError(f"unknown min_rating {min_rating!r}; ratings are {', '.join(RATINGS)}")
-    if min_ratio is None and min_rating is None:
-        min_rating = "MILD"
     episodes = check_episodes(episodes)
     if max_episodes is not None:
         max_episodes = check_episodes(max_episodes, "max_episodes")
@@ -143,8 +192,11 @@ def assert_robust(
     chosen = _scenario(scenario)
     spec = env_spec(env)
     policy = as_policy(agent)
-    ref = resolve_reference(reference, spec, max_episodes or episodes, seed=seed,
-                            batch_size=batch_size, max_steps=max_steps)
+    ref = _cached(cache, ("reference", reference, id(spec), seed, max_episodes or episodes,
+                          max_steps),
+                  lambda: resolve_reference(reference, spec, max_episodes or episodes,
+                                            seed=seed, batch_size=batch_size,
+                                            max_steps=max_steps))
     # (threshold, strict, rating band): rating bands are strict (PASS means ratio > 0.95)
     gates: list[tuple[float, bool, str | None]] = []
     if min_ratio is not None:
@@ -153,8 +205,17 @@ def assert_robust(
         gates.append((rating_floor(min_rating, thresholds), True, min_rating))
 
     def run(indices: Any) -> dict[str, EpisodeBatch]:
-        return run_episodes(policy, spec, [NOMINAL, chosen], indices, seed=seed,
-                            batch_size=batch_size, max_steps=max_steps)
+        if cache is None:
+            return run_episodes(policy, spec, [NOMINAL, chosen], indices, seed=seed,
+                                batch_size=batch_size, max_steps=max_steps)
+        key = ("nominal", id(policy), id(spec), seed, tuple(indices) if not isinstance(
+            indices, int) else indices, max_steps)
+        nominal = _cached(cache, key, lambda: run_episodes(
+            policy, spec, [NOMINAL], indices, seed=seed, batch_size=batch_size,
+            max_steps=max_steps)["nominal"])
+        out = run_episodes(policy, spec, [chosen], indices, seed=seed, batch_size=batch_size,
+                           max_steps=max_steps)
+        return {"nominal": nominal, chosen.name: out[chosen.name]}
 
     intervals, stopped, level = None, None, confidence
     if max_episodes is None or (not gates and target_ci_width is None):
@@ -182,6 +243,7 @@ def assert_robust(
     checked = [(verdict(result.ratio, result.ci, t, mode, strict=strict), band)
                for t, strict, band in gates]
     failed = [(v, band) for v, band in checked if not v.passed]
+    message = ""
     if failed:
         given = {"min_ratio": min_ratio, "min_rating": min_rating, "mode": mode,
                  "reference": reference, "confidence": confidence, "max_episodes": max_episodes,
@@ -191,7 +253,15 @@ def assert_robust(
                     "thresholds": DEFAULT_THRESHOLDS, "max_steps": DEFAULT_MAX_STEPS}
         call = {k: v for k, v in given.items()
                 if v is not None and not (k in defaults and v == defaults[k])}
-        raise RobustnessError(_message(result, failed, env_name=spec.name, seed=seed,
-                                       episodes=episodes, confidence=level, stopped=stopped,
-                                       call=call), result)
-    return result
+        message = _message(result, failed, env_name=spec.name, seed=seed, episodes=episodes,
+                           confidence=level, stopped=stopped, call=call)
+    return RobustnessCheck(result, not failed, message, tuple(gates))
+
+
+def _cached(cache: MutableMapping[Hashable, Any] | None, key: Hashable,
+            compute: Callable[[], Any]) -> Any:
+    if cache is None:
+        return compute()
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]

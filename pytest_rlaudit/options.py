@@ -1,0 +1,287 @@
+"""Options, ini keys and markers of the pytest plugin, and how they combine.
+
+Every option has an ini key of the same name in snake_case (``--rl-episodes`` and
+``rl_episodes``). Values are parsed by the same function in both places, so a bad value
+is the same clear error either way. Precedence: marker > command line > ini > default.
+
+This module is part of the pytest face but imports nothing heavy: it is loaded with the
+plugin on every pytest run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+RATINGS = ("PASS", "MILD", "DEGRADED", "FAIL")  # mirrors stats.RATINGS (stats imports scipy)
+MODES = ("point", "confident", "not_worse")
+
+
+# ----------------------------------------------------------------------- parsers
+
+
+def _episodes(text: str) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be an integer >= 2, got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 2 (paired episodes), got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _batch_size(text: str) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _reference(text: str) -> float | str:
+    if str(text).strip() == "random":
+        return "random"
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"must be a number or 'random', got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number or 'random', got {text!r}")
+    return value
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 2], got {text!r}") from None
+    if not 0.0 < value <= 2.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 2], got {text!r}")
+    return value
+
+
+def _rating(text: str) -> str:
+    value = str(text).strip().upper()
+    if value not in RATINGS:
+        raise argparse.ArgumentTypeError(
+            f"must be one of {', '.join(RATINGS)}, got {text!r}")
+    return value
+
+
+def _mode(text: str) -> str:
+    value = str(text).strip()
+    if value not in MODES:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(MODES)}, got {text!r}")
+    return value
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in str(text).replace(",", " ").split() if n.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("must name at least one scenario, e.g. jitter,delay")
+    return names
+
+
+def _text(text: str) -> str:
+    return str(text)
+
+
+def _flag(text: str) -> bool:
+    value = str(text).strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"must be true or false, got {text!r}")
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("--rl-audit", _flag, False, "run RL robustness audit tests (marked rl_audit / "
+           "rl_scenario, or using the rl_audit fixture); without it they are skipped."),
+    Option("--rl-agent", _text, None, "the agent to audit: a path to an SB3 .zip, or "
+           "package.module:attribute naming a model, policy, callable or zero-argument "
+           "factory. The default of the rl_agent fixture.", "PATH_OR_IMPORT"),
+    Option("--rl-algo", _text, None, "the SB3 algorithm of --rl-agent's .zip when the file "
+           "does not tell (PPO, A2C, DQN, SAC, TD3, RecurrentPPO).", "ALGO"),
+    Option("--rl-env", _text, None, "the Gymnasium id to audit on (or module:Id-v0). The "
+           "default of the rl_env fixture.", "ID"),
+    Option("--rl-episodes", _episodes, 30, "paired episodes per scenario (>= 2; default 30).",
+           "N"),
+    Option("--rl-seed", _seed, 0, "audit seed: episode i resets with seed + i (default 0).",
+           "SEED"),
+    Option("--rl-scenarios", _names, None, "comma-separated scenarios for zero-config audits "
+           "(default: the deployment and stress suites).", "NAMES"),
+    Option("--rl-reference", _reference, 0.0, "the score ratios are measured from: a number "
+           "or 'random' (default 0).", "REF"),
+    Option("--rl-min-ratio", _ratio, None, "default threshold: fail a scenario whose ratio is "
+           "below this (0, 2].", "RATIO"),
+    Option("--rl-min-rating", _rating, None, "default threshold: fail a scenario rated below "
+           "this (PASS, MILD, DEGRADED, FAIL; default MILD when no threshold is set).",
+           "RATING"),
+    Option("--rl-mode", _mode, "point", "verdict mode of default thresholds: point, confident "
+           "or not_worse (default point).", "MODE"),
+    Option("--rl-fail-stress", _flag, False, "apply the default thresholds to stress "
+           "scenarios too (by default they are reported, never failed)."),
+    Option("--rl-report", _text, None, "write summary.json, summary.md and, with matplotlib, "
+           "a chart (PNG and SVG) to DIR.", "DIR"),
+    Option("--rl-batch-size", _batch_size, None, "env slots stepped together per policy call "
+           "(default 128).", "N"),
+)
+_BY_DEST = {o.dest: o for o in OPTIONS}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rlaudit", "RL robustness audits (pytest-rlaudit)")
+    for option in OPTIONS:
+        if option.parse is _flag:
+            group.addoption(option.flag, action="store_true", default=None, dest=option.dest,
+                            help=option.help)
+            parser.addini(option.dest, type="bool", default=None,
+                          help=f"as {option.flag}.")
+        else:
+            group.addoption(option.flag, type=option.parse, default=None, dest=option.dest,
+                            metavar=option.metavar, help=option.help)
+            parser.addini(option.dest, type="string", default=None, help=f"as {option.flag}.")
+
+
+def option_value(config: pytest.Config, dest: str) -> Any:
+    """Command line, else ini (parsed with the option's own parser), else the default."""
+    option = _BY_DEST[dest]
+    value = config.getoption(dest)
+    if value is not None:
+        return value
+    raw = config.getini(dest)
+    if raw is None or raw == "" or raw == []:
+        return option.default
+    if isinstance(raw, bool):
+        return raw
+    try:
+        return option.parse(str(raw))
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini option {dest} = {raw!r}: {exc}") from None
+
+
+# ----------------------------------------------------------------------- markers
+
+
+def _rl_threshold(min_ratio: float | None = None, min_rating: str | None = None,
+                  mode: str = "point") -> dict[str, Any]:
+    return {"min_ratio": min_ratio, "min_rating": min_rating, "mode": mode}
+
+
+def _rl_episodes(n: int, max_n: int | None = None,
+                 target_ci_width: float | None = None) -> dict[str, Any]:
+    return {"n": n, "max_n": max_n, "target_ci_width": target_ci_width}
+
+
+class MarkerError(Exception):
+    """A marker with arguments it does not take, or values out of range."""
+
+
+def _bind(marker: pytest.Mark, signature_of: Callable[..., Any], name: str) -> dict[str, Any]:
+    try:
+        return signature_of(*marker.args, **marker.kwargs)
+    except TypeError as exc:
+        text = str(exc).replace(signature_of.__name__ + "()", name)
+        raise MarkerError(f"@pytest.mark.{name}{inspect.signature(signature_of)}: {text}") from None
+
+
+def threshold_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
+    """The validated kwargs of an ``rl_threshold`` marker (None without one)."""
+    if marker is None:
+        return None
+    values = _bind(marker, _rl_threshold, "rl_threshold")
+    if values["min_ratio"] is not None:
+        try:
+            values["min_ratio"] = _ratio(values["min_ratio"])
+        except argparse.ArgumentTypeError as exc:
+            raise MarkerError(f"@pytest.mark.rl_threshold: min_ratio {exc}") from None
+    if values["min_rating"] is not None:
+        try:
+            values["min_rating"] = _rating(values["min_rating"])
+        except argparse.ArgumentTypeError as exc:
+            raise MarkerError(f"@pytest.mark.rl_threshold: min_rating {exc}") from None
+    try:
+        values["mode"] = _mode(values["mode"])
+    except argparse.ArgumentTypeError as exc:
+        raise MarkerError(f"@pytest.mark.rl_threshold: mode {exc}") from None
+    return values
+
+
+def episodes_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
+    """The validated kwargs of an ``rl_episodes`` marker (None without one)."""
+    if marker is None:
+        return None
+    values = _bind(marker, _rl_episodes, "rl_episodes")
+    for key in ("n", "max_n"):
+        if values[key] is not None:
+            if isinstance(values[key], bool) or not isinstance(values[key], int):
+                raise MarkerError(f"@pytest.mark.rl_episodes: {key} must be an integer >= 2, "
+                                  f"got {values[key]!r}")
+            try:
+                _episodes(values[key])
+            except argparse.ArgumentTypeError as exc:
+                raise MarkerError(f"@pytest.mark.rl_episodes: {key} {exc}") from None
+    if values["max_n"] is not None and values["max_n"] < values["n"]:
+        raise MarkerError(f"@pytest.mark.rl_episodes: max_n ({values['max_n']}) must be >= n "
+                          f"({values['n']})")
+    width = values["target_ci_width"]
+    if width is not None:
+        if values["max_n"] is None:
+            raise MarkerError("@pytest.mark.rl_episodes: target_ci_width needs max_n, the most "
+                              "episodes to spend reaching it")
+        if isinstance(width, bool) or not isinstance(width, (int, float)) or not width > 0:
+            raise MarkerError(f"@pytest.mark.rl_episodes: target_ci_width must be a positive "
+                              f"number, got {width!r}")
+    return values
+
+
+def scenario_marker(marker: pytest.Mark) -> list[Any]:
+    """The Scenarios an ``rl_scenario`` marker names, with its params applied to each."""
+    from . import scenarios as registry  # the registry imports gymnasium: only when used
+    from .errors import PerturbationError, UnknownScenarioError
+
+    if not marker.args:
+        raise MarkerError("@pytest.mark.rl_scenario(*names, **params) needs at least one "
+                          f"scenario name, e.g. rl_scenario('jitter', 'delay'); known: "
+                          f"{', '.join(registry.names())}")
+    out = []
+    for name in marker.args:
+        try:
+            scenario = name if isinstance(name, registry.Scenario) else registry.get(name)
+            out.append(scenario.with_params(**marker.kwargs) if marker.kwargs else scenario)
+        except (UnknownScenarioError, PerturbationError, TypeError) as exc:
+            raise MarkerError(f"@pytest.mark.rl_scenario: {exc}") from None
+    return out

@@ -1,0 +1,195 @@
+"""Renderers of a run's audit records: terminal rows, ``summary.json``, ``summary.md``, a chart.
+
+A *record* is one audited test as plain JSON types (what travels on a pytest report,
+also under xdist): ``nodeid``, ``agent``, ``env``, ``scenario``, ``category``,
+``episodes``, ``seed``, ``ratio``, ``ci_low``, ``ci_high``, ``confidence``, ``p_value``,
+``rating``, ``diagnosis`` ({pattern, cause, fix} or None), ``gate`` ({min_ratio,
+min_rating, mode} or None), ``passed`` and ``thresholds``. The renderers know nothing of
+pytest.
+
+>>> rec = {"nodeid": "t::x[jitter]", "agent": "PPO", "env": "CartPole-v1",
+...        "scenario": "jitter", "category": "deployment", "ratio": 0.5, "ci_low": 0.4,
+...        "ci_high": 0.6, "p_value": 0.01, "rating": "FAIL", "diagnosis": None,
+...        "thresholds": {"pass": 0.95, "mild": 0.8, "degraded": 0.5}}
+>>> aggregates([rec])[0]["deployment"]
+{'score': 0.5, 'rating': 'FAIL', 'scenario': 'jitter'}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SUMMARY_SCHEMA", "aggregates", "summary", "table_rows", "markdown", "write_report",
+           "short_diagnosis"]
+
+#: Version of summary.json's layout.
+SUMMARY_SCHEMA = 1
+_BADGE = {"PASS": "✅ PASS", "MILD": "🟡 MILD", "DEGRADED": "🟠 DEGRADED", "FAIL": "❌ FAIL"}
+
+
+def _rate(value: float, thresholds: dict[str, float]) -> str:
+    from .stats import Thresholds, rating
+
+    return rating(value, Thresholds(pass_=thresholds["pass"], mild=thresholds["mild"],
+                                    degraded=thresholds["degraded"]))
+
+
+def aggregates(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (agent, env): the deployment and stress scores (min ratio) and their ratings."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for rec in records:
+        groups.setdefault((rec["agent"], rec["env"]), []).append(rec)
+    out = []
+    for (agent, env), members in sorted(groups.items()):
+        entry: dict[str, Any] = {"agent": agent, "env": env}
+        for category in ("deployment", "stress"):
+            scored = [r for r in members if r["category"] == category]
+            if scored:
+                worst = min(scored, key=lambda r: (r["ratio"], r["scenario"]))
+                entry[category] = {"score": worst["ratio"],
+                                   "rating": _rate(worst["ratio"], worst["thresholds"]),
+                                   "scenario": worst["scenario"]}
+            else:
+                entry[category] = None
+        out.append(entry)
+    return out
+
+
+def summary(records: Iterable[dict[str, Any]], *, version: str,
+            extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The summary.json document: versioned, records in collection order."""
+    ordered = sorted(records, key=_order)
+    return {"schema": SUMMARY_SCHEMA, "tool": "pytest-rlaudit", "version": version,
+            **(extra or {}), "results": ordered, "aggregates": aggregates(ordered)}
+
+
+def _order(rec: dict[str, Any]) -> tuple[int, str]:
+    """Collection order (the same on every xdist worker), then node id."""
+    return (rec.get("order", 0), rec["nodeid"])
+
+
+def short_diagnosis(rec: dict[str, Any]) -> str:
+    """The first clause of the fix ("train with Jitter(env, base=2, jitter=1)"), or ''."""
+    diagnosis = rec.get("diagnosis")
+    if not diagnosis:
+        return ""
+    return diagnosis["fix"].split(";")[0].split(" or ")[0].strip()
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def table_rows(records: Sequence[dict[str, Any]]) -> list[tuple[list[str], str]]:
+    """Terminal rows (cells, rating): a header, then one row per record."""
+    level = records[0].get("confidence", 0.95) if records else 0.95
+    rows: list[tuple[list[str], str]] = [(
+        ["agent", "env", "scenario", "ratio", f"{level:.0%} CI", "rating", "p", "diagnosis"], "")]
+    for rec in sorted(records, key=_order):
+        rows.append(([rec["agent"], rec["env"], rec["scenario"], f"{rec['ratio']:.3f}",
+                      f"{rec['ci_low']:.3f}-{rec['ci_high']:.3f}", rec["rating"],
+                      _p(rec.get("p_value")), short_diagnosis(rec) or "-"], rec["rating"]))
+    return rows
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """A PR-ready Markdown summary of a summary.json document."""
+    lines = ["## RL robustness audit", ""]
+    results = doc["results"]
+    if not results:
+        return "\n".join([*lines, "No audit results.", ""])
+    lines += ["| agent | env | scenario | ratio | CI | rating | p | diagnosis |",
+              "|---|---|---|---:|---|---|---:|---|"]
+    for rec in results:
+        lines.append(
+            f"| {rec['agent']} | {rec['env']} | {rec['scenario']} | {rec['ratio']:.3f} | "
+            f"{rec['ci_low']:.3f}-{rec['ci_high']:.3f} | {_BADGE[rec['rating']]} | "
+            f"{_p(rec.get('p_value'))} | {short_diagnosis(rec) or '-'} |")
+    lines.append("")
+    for agg in doc["aggregates"]:
+        parts = [f"{cat} {_BADGE[agg[cat]['rating']]} (min ratio {agg[cat]['score']:.3f}, "
+                 f"{agg[cat]['scenario']})" for cat in ("deployment", "stress") if agg[cat]]
+        lines.append(f"- **{agg['agent']}** on {agg['env']}: {'; '.join(parts) or 'no suites'}")
+    diagnosed = [r for r in results if r.get("diagnosis")]
+    if diagnosed:
+        lines += ["", "<details><summary>Diagnoses</summary>", ""]
+        for rec in diagnosed:
+            d = rec["diagnosis"]
+            lines.append(f"- **{rec['agent']} / {rec['scenario']}**: {d['pattern']}. Likely "
+                         f"cause: {d['cause']}. Fix: {d['fix']}.")
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def _chart(doc: dict[str, Any], directory: Path) -> list[Path]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    results = doc["results"]
+    if not results:
+        return []
+    thresholds = results[0]["thresholds"]
+    labels = [f"{r['scenario']}\n{r['agent']}" if len({x['agent'] for x in results}) > 1
+              else r["scenario"] for r in results]
+    ratios = [r["ratio"] for r in results]
+    low = [r["ratio"] - r["ci_low"] for r in results]
+    high = [r["ci_high"] - r["ratio"] for r in results]
+    top = max(1.1, max(r["ci_high"] for r in results) + 0.05)
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(results) + 2), 3.6))
+    bands = [(min(0.0, min(r["ci_low"] for r in results) - 0.05), thresholds["degraded"],
+              "#f4b6b6", "FAIL"),
+             (thresholds["degraded"], thresholds["mild"], "#f8d5a8", "DEGRADED"),
+             (thresholds["mild"], thresholds["pass"], "#f6eda4", "MILD"),
+             (thresholds["pass"], top, "#c4e6c1", "PASS")]
+    for lo, hi, colour, name in bands:
+        ax.axhspan(lo, hi, color=colour, zorder=0)
+        ax.text(len(results) - 0.5, (lo + hi) / 2, name, ha="right", va="center", fontsize=7,
+                color="#555555")
+    x = list(range(len(results)))
+    ax.errorbar(x, ratios, yerr=[low, high], fmt="o", color="black", capsize=4, zorder=3)
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_xlim(-0.6, len(results) - 0.4)
+    ax.set_ylim(bands[0][0], top)
+    ax.set_ylabel("return ratio (CI)")
+    ax.set_title("RL robustness audit", fontsize=10)
+    fig.tight_layout()
+    paths = [directory / "summary.png", directory / "summary.svg"]
+    for path in paths:
+        fig.savefig(path, dpi=120, metadata={"Date": None} if path.suffix == ".svg" else None)
+    plt.close(fig)
+    return paths
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_report(doc: dict[str, Any], directory: str | os.PathLike[str]) -> list[Path]:
+    """Write summary.json, summary.md and (with matplotlib) summary.png / summary.svg.
+
+    Also appends the Markdown to ``$GITHUB_STEP_SUMMARY`` when that variable is set.
+    Returns the paths written.
+    """
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    text = markdown(doc)
+    _atomic_write(out / "summary.json", json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    _atomic_write(out / "summary.md", text)
+    written = [out / "summary.json", out / "summary.md", *_chart(doc, out)]
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as f:
+            f.write(text)
+    return written

@@ -1,0 +1,331 @@
+"""The plugin's session object: settings, audit runs, results, and every report.
+
+``plugin.py`` registers one :class:`AuditSession` per pytest run and forwards to it. The
+session runs scenario audits for the ``rl_audit`` fixture and for zero-config items,
+keeps the nominal rollouts of each (agent, env, seed, episodes) for the whole process,
+puts each test's numbers on its report as a JSON string (so they survive xdist's
+channel), and after the run prints the "rl audit" section, sets JUnit properties and
+writes ``--rl-report`` files.
+
+Loading it imports nothing heavy; the engine is imported when an audit first runs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .options import option_value
+
+__all__ = ["AuditSession", "ScenarioItem", "RECORD_KEY", "is_rl_item"]
+
+RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+_RL_MARKERS = ("rl_audit", "rl_scenario", "rl_threshold", "rl_episodes")
+_RL_FIXTURES = ("rl_audit", "rl_scenario")
+_COLOURS = {"PASS": {"green": True}, "MILD": {"yellow": True}, "DEGRADED": {"yellow": True,
+            "bold": True}, "FAIL": {"red": True, "bold": True}}
+
+
+def is_rl_item(item: pytest.Item) -> bool:
+    """An audit test: marked with an rl marker, using an rl fixture, or generated."""
+    return (isinstance(item, ScenarioItem)
+            or any(item.get_closest_marker(m) for m in _RL_MARKERS)
+            or any(f in getattr(item, "fixturenames", ()) for f in _RL_FIXTURES))
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+class AuditSession:
+    """Per-run state of the plugin (see the module docstring)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.enabled = bool(option_value(config, "rl_audit"))
+        self.settings = {dest: option_value(config, dest) for dest in (
+            "rl_agent", "rl_algo", "rl_env", "rl_episodes", "rl_seed", "rl_scenarios",
+            "rl_reference", "rl_min_ratio", "rl_min_rating", "rl_mode", "rl_fail_stress",
+            "rl_report", "rl_batch_size")}
+        self.records: list[dict[str, Any]] = []
+        self.cache: dict[Any, Any] = {}  # nominal and reference rollouts, per process
+        self._policies: dict[Any, tuple[Any, Any]] = {}
+        self._envs: dict[Any, tuple[Any, Any]] = {}
+        self.order: dict[str, int] = {}  # collection order: rows follow it, on any worker
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.order = {item.nodeid: i for i, item in enumerate(session.items)}
+
+    # ------------------------------------------------------------------ collection
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        audit_items = [item for item in items if is_rl_item(item)]
+        if not self.enabled:
+            skip = pytest.mark.skip(reason="RL audit test: run it with --rl-audit "
+                                           "(or rl_audit = true in the ini file)")
+            for item in audit_items:
+                item.add_marker(skip)
+            return
+        if audit_items or not (self.settings["rl_agent"] and self.settings["rl_env"]):
+            return
+        # Zero-config: an agent and an env and no audit test of the repo's own.
+        collector = ScenarioCollector.from_parent(session, name="rl-audit", nodeid="rl-audit")
+        items.extend(session.genitems(collector))
+
+    def default_scenarios(self) -> list[Any]:
+        from . import scenarios as registry
+
+        names = self.settings["rl_scenarios"] or registry.DEFAULT
+        try:
+            return list(registry.resolve(names))
+        except LookupError as exc:
+            raise pytest.UsageError(f"--rl-scenarios: {exc}") from None
+
+    # --------------------------------------------------------------------- running
+
+    def default_agent(self) -> Any:
+        if not self.settings["rl_agent"]:
+            pytest.fail("no agent to audit: pass --rl-agent PATH_OR_IMPORT (or set rl_agent "
+                        "in the ini file), or override the rl_agent fixture in conftest.py",
+                        pytrace=False)
+        return self.policy_for(self.settings["rl_agent"])
+
+    def default_env(self) -> Any:
+        if not self.settings["rl_env"]:
+            pytest.fail("no env to audit on: pass --rl-env ID (or set rl_env in the ini "
+                        "file), or override the rl_env fixture in conftest.py", pytrace=False)
+        return self.spec_for(self.settings["rl_env"])
+
+    def policy_for(self, agent: Any) -> Any:
+        """One policy adapter per agent object for the whole run (the nominal cache keys on
+        it); agents given by path or import string are loaded once."""
+        key = agent if isinstance(agent, str) else id(agent)
+        if key not in self._policies:
+            from .policies import as_policy
+
+            algo = self.settings["rl_algo"] if isinstance(agent, str) else None
+            self._policies[key] = (agent, as_policy(agent, algo=algo))
+        return self._policies[key][1]
+
+    def spec_for(self, env: Any) -> Any:
+        key = env if isinstance(env, str) else id(env)
+        if key not in self._envs:
+            from .envs import env_spec
+
+            self._envs[key] = (env, env_spec(env))
+        return self._envs[key][1]
+
+    def gates(self, item: pytest.Item, scenario: Any) -> dict[str, Any] | None:
+        """Thresholds for ``item``: marker > command line > ini; MILD when none is set.
+        Stress scenarios are only reported unless --rl-fail-stress or a marker gates them."""
+        from .options import threshold_marker
+
+        marker = item.get_closest_marker("rl_threshold")
+        explicit = threshold_marker(marker) if marker is not None else None
+        if explicit is None and scenario.category == "stress" and not self.settings[
+                "rl_fail_stress"]:
+            return None
+        gate = {"min_ratio": self.settings["rl_min_ratio"],
+                "min_rating": self.settings["rl_min_rating"], "mode": self.settings["rl_mode"]}
+        if marker is not None:
+            given = dict(zip(("min_ratio", "min_rating", "mode"), marker.args, strict=False))
+            given.update(marker.kwargs)
+            gate.update({k: explicit[k] for k in given})
+        if gate["min_ratio"] is None and gate["min_rating"] is None:
+            gate["min_rating"] = "MILD"
+        return gate
+
+    def run(self, item: pytest.Item, scenario: Any, agent: Any = None, env: Any = None) -> Any:
+        """Audit ``scenario`` for ``item`` and record it; raise RobustnessError on a miss."""
+        __tracebackhide__ = True
+        from .assertions import RobustnessError, check_robust
+        from .options import episodes_marker
+
+        policy = self.default_agent() if agent is None else self.policy_for(agent)
+        spec = self.default_env() if env is None else self.spec_for(env)
+        episodes = episodes_marker(item.get_closest_marker("rl_episodes")) or {
+            "n": self.settings["rl_episodes"], "max_n": None, "target_ci_width": None}
+        gate = self.gates(item, scenario)
+        check = check_robust(
+            policy, spec, scenario, min_ratio=(gate or {}).get("min_ratio"),
+            min_rating=(gate or {}).get("min_rating"), mode=(gate or {}).get("mode", "point"),
+            episodes=episodes["n"], max_episodes=episodes["max_n"],
+            target_ci_width=episodes["target_ci_width"], seed=self.settings["rl_seed"],
+            reference=self.settings["rl_reference"], batch_size=self.settings["rl_batch_size"],
+            cache=self.cache)
+        record = _record(item.nodeid, policy, spec, check, gate, self.settings)
+        record["order"] = self.order.get(item.nodeid, len(self.order))
+        item.stash[RECORD_KEY] = record
+        if not check.passed:
+            raise RobustnessError(check.message, check.result)
+        return check.result
+
+    # ------------------------------------------------------------------- reporting
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
+        record = item.stash.get(RECORD_KEY, None) if call.when == "call" else None
+        if record is not None:  # before the report exists: JUnit reads user_properties
+            item.user_properties.extend(_junit_properties(record))
+        outcome = yield
+        if record is not None:
+            report = outcome.get_result()
+            report.rl_audit = json.dumps(record)
+            if report.failed and record["diagnosis"]:
+                report.sections.append(("rl audit diagnosis", _diagnosis_text(record)))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "rl_audit", None)
+        if data is None or report.when != "call":
+            return
+        record = json.loads(data)
+        record["outcome"] = (("xfailed" if report.skipped else "xpassed")
+                             if hasattr(report, "wasxfail") else report.outcome)
+        self.records.append(record)
+        if self.config.get_verbosity() > 0 and not _is_worker(self.config):
+            writer = self.config.pluginmanager.get_plugin("terminalreporter")
+            if writer is not None:
+                writer.write_line(
+                    f"    rl audit: {record['agent']} / {record['scenario']}: ratio "
+                    f"{record['ratio']:.3f} ({record['ci_low']:.3f}-{record['ci_high']:.3f}) "
+                    f"{record['rating']}", **_COLOURS[record["rating"]])
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.records or _is_worker(self.config):
+            return
+        from .report import aggregates, table_rows
+
+        terminalreporter.section("rl audit", sep="=", bold=True)
+        rows = table_rows(self.records)
+        widths = [max(len(cells[i]) for cells, _ in rows) for i in range(len(rows[0][0]) - 1)]
+        for cells, rated in rows:
+            text = "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
+            terminalreporter.write_line(f"{text}  {cells[-1]}".rstrip(),
+                                        **_COLOURS.get(rated, {"bold": True}))
+        for agg in aggregates(self.records):
+            terminalreporter.write(f"{agg['agent']} on {agg['env']}: ")
+            for category in ("deployment", "stress"):
+                if agg[category]:
+                    a = agg[category]
+                    terminalreporter.write(f"{category} ", bold=True)
+                    terminalreporter.write(a["rating"], **_COLOURS[a["rating"]])
+                    terminalreporter.write(f" (min ratio {a['score']:.3f}, {a['scenario']})  ")
+            terminalreporter.write_line("")
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.records or _is_worker(self.config):
+            return
+        from . import __version__
+        from .report import aggregates, summary, write_report
+
+        xml = _junit_writer(self.config)
+        if xml is not None:
+            groups = aggregates(self.records)
+            for agg in groups:
+                suffix = "" if len(groups) == 1 else f"[{agg['agent']}@{agg['env']}]"
+                for category in ("deployment", "stress"):
+                    if agg[category]:
+                        xml.add_global_property(f"rl.{category}{suffix}", agg[category]["rating"])
+        if self.settings["rl_report"]:
+            doc = summary(self.records, version=__version__,
+                          extra={"seed": self.settings["rl_seed"]})
+            paths = write_report(doc, self.settings["rl_report"])
+            writer = self.config.pluginmanager.get_plugin("terminalreporter")
+            if writer is not None:
+                writer.write_sep("-", f"rl audit report: {', '.join(str(p) for p in paths)}")
+
+
+def _junit_writer(config: pytest.Config) -> Any:
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - pytest moved it
+        return None
+    return config.stash.get(xml_key, None)
+
+
+def _record(nodeid: str, policy: Any, spec: Any, check: Any, gate: dict[str, Any] | None,
+            settings: dict[str, Any]) -> dict[str, Any]:
+    r = check.result
+    return {
+        "nodeid": nodeid,
+        "agent": getattr(policy, "name", type(policy).__name__),
+        "env": spec.name,
+        "scenario": r.name,
+        "category": r.category,
+        "params": {k: (v if isinstance(v, (int, float, str, bool)) else repr(v))
+                   for k, v in r.params.items()},
+        "episodes": r.episodes,
+        "seed": int(settings["rl_seed"]),
+        "reference": settings["rl_reference"],
+        "mean_return": r.mean_return,
+        "ratio": float(r.ratio),
+        "ci_low": float(r.ci[0]),
+        "ci_high": float(r.ci[1]),
+        "confidence": 0.95,
+        "p_value": None if r.p_value is None else float(r.p_value),
+        "rating": r.rating,
+        "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(),
+        "gate": gate,
+        "passed": bool(check.passed),
+        "thresholds": {"pass": 0.95, "mild": 0.8, "degraded": 0.5},
+    }
+
+
+def _junit_properties(record: dict[str, Any]) -> list[tuple[str, str]]:
+    d = record["diagnosis"]
+    return [
+        ("rl.scenario", record["scenario"]),
+        ("rl.ratio", f"{record['ratio']:.6f}"),
+        ("rl.ci_low", f"{record['ci_low']:.6f}"),
+        ("rl.ci_high", f"{record['ci_high']:.6f}"),
+        ("rl.rating", record["rating"]),
+        ("rl.p_value", "" if record["p_value"] is None else f"{record['p_value']:.6g}"),
+        ("rl.episodes", str(record["episodes"])),
+        ("rl.diagnosis", "" if d is None else f"{d['pattern']}. Likely cause: {d['cause']}. "
+                                              f"Fix: {d['fix']}."),
+    ]
+
+
+def _diagnosis_text(record: dict[str, Any]) -> str:
+    d = record["diagnosis"]
+    return (f"{record['agent']} on {record['env']}, scenario {record['scenario']}: ratio "
+            f"{record['ratio']:.3f} ({record['ci_low']:.3f}-{record['ci_high']:.3f}), "
+            f"{record['rating']}\n"
+            f"what broke:   {d['pattern']}\nlikely cause: {d['cause']}\nfix:          {d['fix']}\n")
+
+
+class ScenarioItem(pytest.Item):
+    """A zero-config audit item: one scenario for --rl-agent on --rl-env."""
+
+    def __init__(self, *, scenario: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+
+    def runtest(self) -> None:
+        plugin: AuditSession = self.config.pluginmanager.get_plugin("rlaudit-session")
+        plugin.run(self, self.scenario)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None):
+        from .assertions import RobustnessError
+
+        if isinstance(excinfo.value, RobustnessError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[str, None, str]:
+        return "rl-audit", None, f"rl-audit: {self.scenario.name}"
+
+
+class ScenarioCollector(pytest.Collector):
+    """Collects the zero-config items (one per scenario of the default suite)."""
+
+    def collect(self) -> list[ScenarioItem]:
+        plugin: AuditSession = self.config.pluginmanager.get_plugin("rlaudit-session")
+        return [ScenarioItem.from_parent(self, name=s.name, scenario=s)
+                for s in plugin.default_scenarios()]
