@@ -208,13 +208,13 @@ class AuditSession:
             terminalreporter.write_line(f"{text}  {cells[-1]}".rstrip(),
                                         **_COLOURS.get(rated, {"bold": True}))
         for agg in aggregates(self.records):
-            terminalreporter.write(f"{agg['agent']} on {agg['env']}: ")
+            terminalreporter.write(f"{agg['agent']} on {agg['env']}:")
             for category in ("deployment", "stress"):
                 if agg[category]:
                     a = agg[category]
-                    terminalreporter.write(f"{category} ", bold=True)
+                    terminalreporter.write(f"  {category} ", bold=True)
                     terminalreporter.write(a["rating"], **_COLOURS[a["rating"]])
-                    terminalreporter.write(f" (min ratio {a['score']:.3f}, {a['scenario']})  ")
+                    terminalreporter.write(f" (min ratio {a['score']:.3f}, {a['scenario']})")
             terminalreporter.write_line("")
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
