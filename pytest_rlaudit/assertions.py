@@ -83,12 +83,26 @@ def _message(result: ScenarioResult, failed: list[tuple[Verdict, str | None]], *
     lines.append(f"  episodes: {result.episodes} paired (env seeds {seeds[0]}-{seeds[-1]}){adaptive}; "
                  f"p = {p} (one-sided, H0: no degradation)")
     extra = "".join(f", {k}={v!r}" for k, v in call.items())
-    lines.append(f"  reproduce: assert_robust(agent, {env_name!r}, {result.name!r}{extra}, "
-                 f"episodes={episodes}, seed={seed})")
+    lines.append(f"  reproduce: assert_robust(agent, {env_name!r}, {_scenario_expr(result)}"
+                 f"{extra}, episodes={episodes}, seed={seed})")
     if result.diagnosis is not None:
         d = result.diagnosis
         lines += [f"  diagnosis: {d.pattern}", f"    likely cause: {d.cause}", f"    fix: {d.fix}"]
     return "\n".join(lines)
+
+
+def _scenario_expr(result: ScenarioResult) -> str:
+    """The scenario argument that reproduces ``result``: its name, or the registered
+    scenario with the parameters that differ from its defaults."""
+    try:
+        registered = registry.get(result.name)
+    except LookupError:
+        return "scenario"
+    changed = {k: v for k, v in result.params.items() if registered.params.get(k) != v}
+    if not changed:
+        return repr(result.name)
+    args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+    return f"scenarios.get({result.name!r}).with_params({args})"
 
 
 @dataclass(frozen=True)

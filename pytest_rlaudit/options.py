@@ -182,7 +182,10 @@ def option_value(config: pytest.Config, dest: str) -> Any:
     value = config.getoption(dest)
     if value is not None:
         return value
-    raw = config.getini(dest)
+    try:
+        raw = config.getini(dest)
+    except ValueError as exc:  # a bool ini key with a value pytest cannot read
+        raise pytest.UsageError(f"ini option {dest}: {exc}; use true or false") from None
     if raw is None or raw == "" or raw == []:
         return option.default
     if isinstance(raw, bool):
@@ -215,7 +218,15 @@ def _bind(marker: pytest.Mark, signature_of: Callable[..., Any], name: str) -> d
         return signature_of(*marker.args, **marker.kwargs)
     except TypeError as exc:
         text = str(exc).replace(signature_of.__name__ + "()", name)
-        raise MarkerError(f"@pytest.mark.{name}{inspect.signature(signature_of)}: {text}") from None
+        raise MarkerError(f"@pytest.mark.{name}{_plain_signature(signature_of)}: {text}") from None
+
+
+def _plain_signature(function: Callable[..., Any]) -> inspect.Signature:
+    """The signature as ``pytest --markers`` shows it: no annotations, no return type."""
+    signature = inspect.signature(function)
+    return signature.replace(
+        parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+        return_annotation=inspect.Signature.empty)
 
 
 def threshold_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:

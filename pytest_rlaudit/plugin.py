@@ -58,7 +58,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             values = [str(name) for name in marker.args]
             ids = values
     except MarkerError as exc:
-        pytest.fail(f"{metafunc.definition.nodeid}: {exc}", pytrace=False)
+        error = f"{metafunc.definition.nodeid}: {exc}"
+    else:
+        error = None
+    if error is not None:  # outside the except block: no "During handling of ..." chain
+        pytest.fail(error, pytrace=False)
     metafunc.parametrize("rl_scenario", values, ids=ids, scope="function")
 
 

@@ -164,8 +164,9 @@ def _chart(doc: dict[str, Any], directory: Path) -> list[Path]:
     ax.set_title("RL robustness audit", fontsize=10)
     fig.tight_layout()
     paths = [directory / "summary.png", directory / "summary.svg"]
-    for path in paths:
-        fig.savefig(path, dpi=120, metadata={"Date": None} if path.suffix == ".svg" else None)
+    with matplotlib.rc_context({"svg.hashsalt": "pytest-rlaudit"}):  # stable SVG ids
+        for path in paths:
+            fig.savefig(path, dpi=120, metadata={"Date": None} if path.suffix == ".svg" else None)
     plt.close(fig)
     return paths
 

@@ -50,6 +50,7 @@ class AuditSession:
             "rl_reference", "rl_min_ratio", "rl_min_rating", "rl_mode", "rl_fail_stress",
             "rl_report", "rl_batch_size")}
         self.records: list[dict[str, Any]] = []
+        self.report_paths: list[Any] = []
         self.cache: dict[Any, Any] = {}  # nominal and reference rollouts, per process
         self._policies: dict[Any, tuple[Any, Any]] = {}
         self._envs: dict[Any, tuple[Any, Any]] = {}
@@ -73,6 +74,7 @@ class AuditSession:
         if audit_items or not (self.settings["rl_agent"] and self.settings["rl_env"]):
             return
         # Zero-config: an agent and an env and no audit test of the repo's own.
+        self.default_scenarios()  # a bad --rl-scenarios is a usage error, not a collection error
         collector = ScenarioCollector.from_parent(session, name="rl-audit", nodeid="rl-audit")
         items.extend(session.genitems(collector))
 
@@ -216,6 +218,9 @@ class AuditSession:
                     terminalreporter.write(a["rating"], **_COLOURS[a["rating"]])
                     terminalreporter.write(f" (min ratio {a['score']:.3f}, {a['scenario']})")
             terminalreporter.write_line("")
+        if self.report_paths:
+            terminalreporter.write_sep(
+                "-", f"rl audit report: {', '.join(str(p) for p in self.report_paths)}")
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -235,10 +240,7 @@ class AuditSession:
         if self.settings["rl_report"]:
             doc = summary(self.records, version=__version__,
                           extra={"seed": self.settings["rl_seed"]})
-            paths = write_report(doc, self.settings["rl_report"])
-            writer = self.config.pluginmanager.get_plugin("terminalreporter")
-            if writer is not None:
-                writer.write_sep("-", f"rl audit report: {', '.join(str(p) for p in paths)}")
+            self.report_paths = write_report(doc, self.settings["rl_report"])
 
 
 def _junit_writer(config: pytest.Config) -> Any:
