@@ -10,8 +10,28 @@ tests, the "rl audit" section lists every scenario's numbers.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from conftest import ROBUST_PPO_ZIP
+
+HERE = Path(__file__).resolve().parent
+#: The bundled PPO: perfect at its training speed, fragile when timing changes.
+PPO_ZIP = HERE / "ppo_cartpole.zip"
+#: The same recipe trained under a randomised control period
+#: (``python examples/train_cartpole.py --robust``).
+ROBUST_PPO_ZIP = HERE / "robust_ppo_cartpole.zip"
+
+
+# In a repository these two usually live in conftest.py; rl_agent would otherwise come
+# from --rl-agent and rl_env from --rl-env.
+@pytest.fixture(scope="session")
+def rl_agent() -> str:
+    return str(PPO_ZIP)
+
+
+@pytest.fixture(scope="session")
+def rl_env() -> str:
+    return "CartPole-v1"
 
 
 @pytest.mark.rl_scenario("jitter", "delay")

@@ -9,6 +9,6 @@ def balance(obs: np.ndarray) -> np.ndarray:
     return (np.asarray(obs) @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def controller():
     return balance

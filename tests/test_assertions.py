@@ -59,11 +59,9 @@ def message_of(excinfo: pytest.ExceptionInfo) -> str:
 
 
 @pytest.fixture(scope="module")
-def spike_numbers():
+def spike_numbers(controller):
     """The robust controller's spike numbers at 6 episodes: ratio ~0.9, interval ~(0.52, 1.0)."""
-    from conftest import balance
-
-    result = assert_robust(balance, ENV, "spike", min_rating="FAIL", episodes=6, seed=0)
+    result = assert_robust(controller, ENV, "spike", min_rating="FAIL", episodes=6, seed=0)
     low, high = result.ci
     assert low < result.ratio < high, "the mode tests need an interval around the ratio"
     return result

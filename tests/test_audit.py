@@ -12,10 +12,8 @@ from pytest_rlaudit.errors import UnknownScenarioError
 
 
 @pytest.fixture(scope="module")
-def result():
-    from conftest import balance
-
-    return audit(balance, "CartPole-v1", episodes=4, seed=1)
+def result(controller):
+    return audit(controller, "CartPole-v1", episodes=4, seed=1)
 
 
 def test_default_scenarios_are_the_deployment_and_stress_suites(result):
