@@ -1,4 +1,4 @@
-"""Train the small PPO CartPole agent used by the pytest-rlaudit examples.
+"""Train the small PPO CartPole agents used by the pytest-rlaudit examples.
 
 This script trains a stable-baselines3 PPO agent (a [64, 64] MLP) on
 gymnasium's ``CartPole-v1`` and saves it to ``examples/ppo_cartpole.zip``.
@@ -6,14 +6,42 @@ Hyperparameters follow rl-baselines3-zoo's tuned CartPole PPO settings.
 Training is seeded and single-threaded on the CPU, so re-running the script
 with the same seed on the same software stack reproduces the same weights.
 
-The output zip is committed to the repository, so you only need to run this
-if you want to regenerate it::
+The output zips are committed to the repository, so you only need to run this
+if you want to regenerate them::
 
     python examples/train_cartpole.py
     python examples/train_cartpole.py --seed 1 --out /tmp/other.zip
+    python examples/train_cartpole.py --robust
 
 At the end the script evaluates the deterministic policy on 20 episodes
 (``reset(seed=i)`` for ``i`` in 0..19) and prints the returns.
+
+The default agent balances perfectly at the control rate it was trained at and
+falls over when that rate changes (a latency spike, 5x slower control).
+``--robust`` trains the same network with domain randomisation over the control
+period instead and saves it to ``examples/robust_ppo_cartpole.zip`` (unless
+``--out`` is given). Each of the 8 training envs is wrapped, outside its
+``TimeLimit``, in exactly one wrapper::
+
+    pytest_rlaudit.perturbations.Jitter(env, base=3, jitter=3)
+
+so every agent step holds its action for ``k = max(1, 3 + u)`` environment steps,
+``u`` uniform on ``{-3, ..., 3}``: ``k`` is 1 with probability 2/7 (the nominal
+rate, seen often enough to keep the nominal return at 500) and 2, 3, 4, 5 or 6
+with probability 1/7 each. Training on periods up to 6 covers the audit's
+``speed_5x`` and ``spike`` (5x for 20 agent steps) scenarios; in a trial run,
+``jitter=2`` (``k`` up to 5) left the ``speed_5x`` ratio near 0.4. No
+``ObservationNoise`` is used in training: the jittered agent already keeps its
+full return under the audit's ``obs_noise`` (sigma 0.1), and in a trial run adding
+training noise (sigma 0.05) made ``speed_5x`` and ``spike`` worse. The PPO
+hyperparameters are the same rl-zoo settings; only the budget grows, to 500000
+agent steps (about 2-3 minutes on one CPU thread). The Jitter wrappers draw
+from their own generators, seeded from ``--seed`` at the first reset, so the
+robust run is reproducible too. After training, the robust run prints the
+audit of the saved model::
+
+    from pytest_rlaudit import audit
+    print(audit("examples/robust_ppo_cartpole.zip", "CartPole-v1", episodes=30, seed=0))
 """
 
 from __future__ import annotations
@@ -32,10 +60,20 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import LinearSchedule
 
+from pytest_rlaudit import audit
+from pytest_rlaudit.perturbations import Jitter
+
 ENV_ID = "CartPole-v1"
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "ppo_cartpole.zip"
+ROBUST_OUT = HERE / "robust_ppo_cartpole.zip"
+DEFAULT_TIMESTEPS = 100_000
+ROBUST_TIMESTEPS = 500_000
 N_EVAL_EPISODES = 20
+N_AUDIT_EPISODES = 30
+
+# Control-period randomisation of the robust agent: k = max(1, 3 + u), u in -3..3.
+ROBUST_WRAPPER_KWARGS: dict[str, int] = {"base": 3, "jitter": 3}
 
 
 # Saved-run bookkeeping that holds wall-clock times, left out of the zip so
@@ -52,13 +90,26 @@ def linear(initial: float) -> LinearSchedule:
     return LinearSchedule(start=initial, end=0.0, end_fraction=1.0)
 
 
-def train(seed: int, timesteps: int) -> PPO:
-    """Train a PPO agent on CartPole-v1 with fixed seeds."""
+def train(seed: int, timesteps: int, robust: bool = False) -> PPO:
+    """Train a PPO agent on CartPole-v1 with fixed seeds.
+
+    With ``robust``, each training env is wrapped in ``Jitter`` with
+    ``ROBUST_WRAPPER_KWARGS`` (a random control period per agent step).
+    """
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.set_num_threads(1)
-    env = make_vec_env(ENV_ID, n_envs=8, seed=seed)
+    if robust:
+        env = make_vec_env(
+            ENV_ID,
+            n_envs=8,
+            seed=seed,
+            wrapper_class=Jitter,
+            wrapper_kwargs=ROBUST_WRAPPER_KWARGS,
+        )
+    else:
+        env = make_vec_env(ENV_ID, n_envs=8, seed=seed)
     model = PPO(
         "MlpPolicy",
         env,
@@ -101,34 +152,54 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument(
+        "--robust",
+        action="store_true",
+        help="train with a randomised control period (Jitter, base 3, jitter 3) and audit it",
+    )
+    parser.add_argument(
         "--timesteps",
         type=int,
-        default=100_000,
-        help="total environment steps (default: 100000)",
+        default=None,
+        help=f"total agent steps (default: {DEFAULT_TIMESTEPS}, or {ROBUST_TIMESTEPS} with --robust)",
     )
     parser.add_argument(
         "--out",
         type=Path,
-        default=DEFAULT_OUT,
-        help="output zip (default: ppo_cartpole.zip next to this script)",
+        default=None,
+        help=(
+            "output zip (default: ppo_cartpole.zip next to this script, "
+            "or robust_ppo_cartpole.zip with --robust)"
+        ),
     )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    out: Path = args.out
+    robust: bool = args.robust
+    if args.out is not None:
+        out: Path = args.out
+    else:
+        out = ROBUST_OUT if robust else DEFAULT_OUT
+    if args.timesteps is not None:
+        timesteps: int = args.timesteps
+    else:
+        timesteps = ROBUST_TIMESTEPS if robust else DEFAULT_TIMESTEPS
 
     start = time.perf_counter()
-    model = train(args.seed, args.timesteps)
+    model = train(args.seed, timesteps, robust=robust)
     elapsed = time.perf_counter() - start
     out.parent.mkdir(parents=True, exist_ok=True)
     model.save(out, exclude=EXCLUDE_FROM_SAVE)
-    print(f"trained {args.timesteps} steps in {elapsed:.1f}s; saved {out}")
+    print(f"trained {timesteps} steps in {elapsed:.1f}s; saved {out}")
 
     returns = evaluate(PPO.load(out, device="cpu"))
     print(f"returns: {returns}")
     print(f"mean return over {len(returns)} episodes: {np.mean(returns):.1f}")
+
+    if robust:
+        print()
+        print(audit(str(out), ENV_ID, episodes=N_AUDIT_EPISODES, seed=0))
     return 0
 
 
