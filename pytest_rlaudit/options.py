@@ -26,34 +26,24 @@ MODES = ("point", "confident", "not_worse")
 # ----------------------------------------------------------------------- parsers
 
 
-def _episodes(text: str) -> int:
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"must be an integer >= 2, got {text!r}") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 2 (paired episodes), got {value}")
-    return value
+def _integer(minimum: int, rule: str) -> Callable[[str], int]:
+    """A parser of integers >= ``minimum`` whose errors state ``rule``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
+        return value
+
+    return parse
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
-
-
-def _batch_size(text: str) -> int:
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+_episodes = _integer(2, "an integer >= 2 (paired episodes)")
+_seed = _integer(0, "a non-negative integer")
+_batch_size = _integer(1, "a positive integer")
 
 
 def _reference(text: str) -> float | str:

@@ -206,7 +206,7 @@ def test_precedence_is_marker_then_command_line_then_ini(tester: pytest.Pytester
 
 @pytest.mark.parametrize(("args", "message"), [
     (("--rl-episodes", "1"), "argument --rl-episodes: must be an integer >= 2*got 1"),
-    (("--rl-episodes", "abc"), "argument --rl-episodes: must be an integer >= 2, got 'abc'"),
+    (("--rl-episodes", "abc"), "argument --rl-episodes: must be an integer >= 2 (paired episodes), got 'abc'"),
     (("--rl-seed", "-1"), "argument --rl-seed: must be a non-negative integer, got -1"),
     (("--rl-reference", "best"), "argument --rl-reference: must be a number or 'random', got 'best'"),
     (("--rl-reference", "nan"), "argument --rl-reference: must be a finite number or 'random'*"),
