@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .options import MarkerError, add_options, episodes_marker, scenario_marker, threshold_marker
-from .session import AuditSession
+from .session import AuditSession, XdistHooks
 
 _MARKERS = (
     "rl_audit: an RL robustness audit test; runs only with --rl-audit.",
@@ -33,7 +33,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
-    config.pluginmanager.register(AuditSession(config), "rlaudit-session")
+    session = AuditSession(config)
+    config.pluginmanager.register(session, "rlaudit-session")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(session), "rlaudit-xdist")
 
 
 def _session(config: pytest.Config) -> AuditSession:

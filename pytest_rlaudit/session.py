@@ -19,7 +19,7 @@ import pytest
 
 from .options import option_value
 
-__all__ = ["AuditSession", "ScenarioItem", "RECORD_KEY", "is_rl_item"]
+__all__ = ["AuditSession", "ScenarioItem", "XdistHooks", "RECORD_KEY", "is_rl_item"]
 
 RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 _RL_MARKERS = ("rl_audit", "rl_scenario", "rl_threshold", "rl_episodes")
@@ -55,6 +55,7 @@ class AuditSession:
         self._policies: dict[Any, tuple[Any, Any]] = {}
         self._envs: dict[Any, tuple[Any, Any]] = {}
         self.order: dict[str, int] = {}  # collection order: rows follow it, on any worker
+        self.lost: list[dict[str, str]] = []  # audits lost with a crashed xdist worker
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.order = {item.nodeid: i for i, item in enumerate(session.items)}
@@ -197,12 +198,39 @@ class AuditSession:
                     f"{record['ratio']:.3f} ({record['ci_low']:.3f}-{record['ci_high']:.3f}) "
                     f"{record['rating']}", **_COLOURS[record["rating"]])
 
+    def scenario_of(self, nodeid: str) -> str | None:
+        """The scenario an audit item's node id names (``rl-audit::jitter``,
+        ``test_x.py::test_y[jitter]``), or None for other tests."""
+        if not self.enabled:
+            return None
+        if nodeid.startswith("rl-audit::"):
+            return nodeid.split("::", 1)[1]
+        if not nodeid.endswith("]") or "[" not in nodeid:
+            return None
+        from . import scenarios as registry
+
+        known = set(registry.names())
+        parts = nodeid[nodeid.rindex("[") + 1:-1].split("-")
+        return next((part for part in parts if part in known), None)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: Any, config: pytest.Config) -> Any:
+        if getattr(report, "rl_lost", None):
+            return "error", "E", ("ERROR", {"red": True})
+        return None
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.records or _is_worker(self.config):
+        if not (self.records or self.lost) or _is_worker(self.config):
             return
         from .report import aggregates, table_rows
 
         terminalreporter.section("rl audit", sep="=", bold=True)
+        for lost in self.lost:
+            terminalreporter.write_line(
+                f"lost: scenario {lost['scenario']} ({lost['nodeid']}): its xdist worker "
+                "crashed, so it has no result", red=True, bold=True)
+        if not self.records:
+            return
         rows = table_rows(self.records)
         widths = [max(len(cells[i]) for cells, _ in rows) for i in range(len(rows[0][0]) - 1)]
         for cells, rated in rows:
@@ -224,7 +252,7 @@ class AuditSession:
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.records or _is_worker(self.config):
+        if not (self.records or self.lost) or _is_worker(self.config):
             return
         from . import __version__
         from .report import aggregates, summary, write_report
@@ -239,8 +267,34 @@ class AuditSession:
                         xml.add_global_property(f"rl.{category}{suffix}", agg[category]["rating"])
         if self.settings["rl_report"]:
             doc = summary(self.records, version=__version__,
-                          extra={"seed": self.settings["rl_seed"]})
+                          extra={"seed": self.settings["rl_seed"], "lost": self.lost})
             self.report_paths = write_report(doc, self.settings["rl_report"])
+
+
+class XdistHooks:
+    """Hooks of pytest-xdist's controller, registered only when xdist is loaded.
+
+    Results need no xdist hook: they ride on the test reports. This one handles a worker
+    that dies mid-audit (an agent calling os._exit, a segfault in native code): xdist
+    reports the item it was running as crashed; for an audit item the report becomes an
+    error that names the lost scenario, and the rl audit section lists it. The other
+    items are rescheduled by xdist and reported as usual.
+    """
+
+    def __init__(self, session: AuditSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
+        scenario = self.session.scenario_of(crashitem)
+        if scenario is None:
+            return
+        report.rl_lost = scenario
+        report.longrepr = (f"{report.longrepr}: the audit of scenario {scenario!r} was lost with "
+                           "the worker (an agent or env that ended the process, such as "
+                           "os._exit or a crash in native code); the other scenarios are "
+                           "reported")
+        self.session.lost.append({"nodeid": crashitem, "scenario": scenario})
 
 
 def _junit_writer(config: pytest.Config) -> Any:

@@ -1,0 +1,183 @@
+"""The plugin under pytest-xdist: the same numbers and reports at any -n, crashes contained.
+
+The main behaviours run three ways, as syrupy tests its plugin: without xdist's -n, with
+-n 0 and with -n 2 (workers are real processes; each reuses its own nominal rollouts).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+# Loaded here so that in-process pytester runs, which drop the modules they import, reuse
+# them (numpy's compiled modules cannot be loaded twice in one process).
+import gymnasium  # noqa: F401
+import hypothesis  # noqa: F401
+import matplotlib.pyplot  # noqa: F401
+import numpy.fft  # noqa: F401
+import pytest
+
+import pytest_rlaudit.assertions
+import pytest_rlaudit.report  # noqa: F401
+
+AGENTS = """
+import numpy as np
+
+def fragile(obs):
+    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
+
+def robust(obs):
+    return (obs @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
+"""
+
+MARKED = """
+import pytest
+import agents
+
+@pytest.fixture(scope="session")
+def rl_agent():
+    return agents.fragile
+
+@pytest.fixture(scope="session")
+def rl_env():
+    return "CartPole-v1"
+
+@pytest.mark.rl_scenario("jitter", "delay", "spike", "obs_noise")
+@pytest.mark.rl_threshold(min_rating="MILD")
+@pytest.mark.rl_episodes(5)
+def test_fragile(rl_audit):
+    rl_audit()
+
+@pytest.mark.rl_scenario("jitter", "spike")
+@pytest.mark.rl_episodes(5)
+def test_robust(rl_audit):
+    rl_audit(agent=agents.robust)
+
+def test_plain():
+    pass
+"""
+
+MODES = {"no-xdist": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}
+
+
+@pytest.fixture(params=list(MODES), ids=list(MODES))
+def xdist_args(request) -> list[str]:
+    return ["-p", "no:benchmark", *MODES[request.param]]
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(agents=AGENTS, test_audit=MARKED)
+    pytester.syspathinsert()
+    return pytester
+
+
+def _section(stdout: str) -> list[str]:
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.fullmatch(r"=+ rl audit =+", line))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(("=", "- rl")))
+    return lines[start + 1:end]
+
+
+def test_marked_audits_report_the_same_everywhere(project, xdist_args, tmp_path):
+    xml = tmp_path / "junit.xml"
+    report = tmp_path / "report"
+    result = project.runpytest("--rl-audit", *xdist_args, f"--junitxml={xml}",
+                               f"--rl-report={report}")
+    result.assert_outcomes(passed=5, failed=2)  # fragile fails jitter and spike
+    rows = _section(result.stdout.str())
+    assert len([r for r in rows if "CartPole-v1" in r and not r.startswith(("fragile on",
+                                                                              "robust on"))]) == 6
+    assert any(r.startswith("fragile on CartPole-v1:") and "deployment" in r for r in rows)
+    result.stdout.fnmatch_lines(["*rl audit diagnosis*", "*likely cause:*"])
+    suite = ET.parse(xml).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["rl.deployment[fragile@CartPole-v1]"] == "DEGRADED"  # spike, 0.502
+    cases = [c for c in suite.iter("testcase") if c.find("properties") is not None]
+    assert len(cases) == 6
+    for case in cases:
+        names = [p.get("name") for p in case.find("properties")]
+        assert names[:2] == ["rl.scenario", "rl.ratio"] and "rl.diagnosis" in names
+    doc = json.loads((report / "summary.json").read_text())
+    assert [r["scenario"] for r in doc["results"]] == [
+        "jitter", "delay", "spike", "obs_noise", "jitter", "spike"]  # collection order
+
+
+def test_zero_config_items_run_everywhere(pytester, xdist_args):
+    pytester.makepyfile(agents=AGENTS)
+    # In a subprocess, as a user runs it: `python -m pytest` puts the working directory,
+    # and so the agents module, on the path of the controller and of every worker.
+    result = pytester.runpytest_subprocess("--rl-audit", "--rl-agent", "agents:robust", "--rl-env",
+                                "CartPole-v1", "--rl-episodes", "4", *xdist_args)
+    result.assert_outcomes(passed=5)
+    assert len([r for r in _section(result.stdout.str()) if "CartPole-v1  " in r]) == 5
+
+
+def test_audits_are_skipped_without_the_flag_everywhere(project, xdist_args):
+    result = project.runpytest("-rs", *xdist_args)
+    result.assert_outcomes(passed=1, skipped=6)
+    result.stdout.fnmatch_lines(["*--rl-audit*"])
+
+
+def test_summary_and_table_are_identical_for_n_0_2_and_4(project, tmp_path):
+    docs, tables = [], []
+    for n in ("0", "2", "4"):
+        out = tmp_path / f"n{n}"
+        result = project.runpytest("--rl-audit", "-p", "no:benchmark", "-n", n,
+                                   f"--rl-report={out}")
+        result.assert_outcomes(passed=5, failed=2)
+        docs.append((out / "summary.json").read_text())
+        tables.append(_section(result.stdout.str()))
+    assert docs[0] == docs[1] == docs[2]  # byte for byte: no timing field in the summary
+    assert tables[0] == tables[1] == tables[2]
+
+
+def test_the_plugin_works_with_xdist_disabled(project):
+    project.makeconftest("""
+def pytest_sessionfinish(session):
+    has = session.config.pluginmanager.get_plugin("rlaudit-xdist") is not None
+    print("XDIST-HOOKS", has)
+""")
+    result = project.runpytest("--rl-audit", "-s", "-p", "no:xdist", "-p", "no:benchmark")
+    result.assert_outcomes(passed=5, failed=2)
+    result.stdout.fnmatch_lines(["*XDIST-HOOKS False*"])
+    result = project.runpytest("--rl-audit", "-s", "-n", "0", "-p", "no:benchmark")
+    result.stdout.fnmatch_lines(["*XDIST-HOOKS True*"])
+
+
+def test_a_crashed_worker_loses_only_its_own_scenario(pytester, tmp_path):
+    pytester.makeconftest("""
+import os
+import gymnasium as gym
+from pytest_rlaudit import Scenario, scenarios
+
+class Crash(gym.Wrapper):
+    def step(self, action):
+        os._exit(3)  # an agent or env that kills its process
+
+scenarios.register(Scenario("crash", "custom", Crash), replace=True)
+""")
+    pytester.makepyfile(agents=AGENTS, test_crash="""
+import pytest
+import agents
+
+@pytest.mark.rl_scenario("jitter", "crash", "delay", "spike")
+@pytest.mark.rl_episodes(4)
+def test_x(rl_audit):
+    rl_audit(agent=agents.robust, env="CartPole-v1")
+""")
+    pytester.syspathinsert()
+    report = tmp_path / "report"
+    result = pytester.runpytest("--rl-audit", "-n", "2", "-p", "no:benchmark",
+                                f"--rl-report={report}")
+    result.assert_outcomes(passed=3, errors=1)
+    assert result.ret != 0
+    result.stdout.fnmatch_lines([
+        "*crashed while running 'test_crash.py::test_x[[]crash[]]': the audit of scenario "
+        "'crash' was lost*",
+        "*lost: scenario crash (test_crash.py::test_x[[]crash[]])*",
+    ])
+    doc = json.loads((report / "summary.json").read_text())
+    assert doc["lost"] == [{"nodeid": "test_crash.py::test_x[crash]", "scenario": "crash"}]
+    assert sorted(r["scenario"] for r in doc["results"]) == ["delay", "jitter", "spike"]
