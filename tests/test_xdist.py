@@ -33,7 +33,7 @@ def robust(obs):
 
 MARKED = """
 import pytest
-import agents
+import xdist_agents as agents
 
 @pytest.fixture(scope="session")
 def rl_agent():
@@ -68,7 +68,7 @@ def xdist_args(request) -> list[str]:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(agents=AGENTS, test_audit=MARKED)
+    pytester.makepyfile(xdist_agents=AGENTS, test_xdist_audit=MARKED)
     pytester.syspathinsert()
     return pytester
 
@@ -105,10 +105,10 @@ def test_marked_audits_report_the_same_everywhere(project, xdist_args, tmp_path)
 
 
 def test_zero_config_items_run_everywhere(pytester, xdist_args):
-    pytester.makepyfile(agents=AGENTS)
+    pytester.makepyfile(xdist_agents=AGENTS)
     # In a subprocess, as a user runs it: `python -m pytest` puts the working directory,
     # and so the agents module, on the path of the controller and of every worker.
-    result = pytester.runpytest_subprocess("--rl-audit", "--rl-agent", "agents:robust", "--rl-env",
+    result = pytester.runpytest_subprocess("--rl-audit", "--rl-agent", "xdist_agents:robust", "--rl-env",
                                 "CartPole-v1", "--rl-episodes", "4", *xdist_args)
     result.assert_outcomes(passed=5)
     assert len([r for r in _section(result.stdout.str()) if "CartPole-v1  " in r]) == 5
@@ -158,9 +158,9 @@ class Crash(gym.Wrapper):
 
 scenarios.register(Scenario("crash", "custom", Crash), replace=True)
 """)
-    pytester.makepyfile(agents=AGENTS, test_crash="""
+    pytester.makepyfile(xdist_agents=AGENTS, test_crash="""
 import pytest
-import agents
+import xdist_agents as agents
 
 @pytest.mark.rl_scenario("jitter", "crash", "delay", "spike")
 @pytest.mark.rl_episodes(4)
