@@ -114,6 +114,7 @@ class RobustnessCheck:
     passed: bool
     message: str
     gates: tuple[tuple[float, bool, str | None], ...]
+    level: float = 0.95  # confidence of result.ci (higher after adaptive looks)
 
 
 def assert_robust(
@@ -269,7 +270,7 @@ def check_robust(
                 if v is not None and not (k in defaults and v == defaults[k])}
         message = _message(result, failed, env_name=spec.name, seed=seed, episodes=episodes,
                            confidence=level, stopped=stopped, call=call)
-    return RobustnessCheck(result, not failed, message, tuple(gates))
+    return RobustnessCheck(result, not failed, message, tuple(gates), level)
 
 
 def _cached(cache: MutableMapping[Hashable, Any] | None, key: Hashable,

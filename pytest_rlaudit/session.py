@@ -307,6 +307,8 @@ def _junit_writer(config: pytest.Config) -> Any:
 
 def _record(nodeid: str, policy: Any, spec: Any, check: Any, gate: dict[str, Any] | None,
             settings: dict[str, Any]) -> dict[str, Any]:
+    from .stats import DEFAULT_THRESHOLDS as t
+
     r = check.result
     return {
         "nodeid": nodeid,
@@ -323,13 +325,13 @@ def _record(nodeid: str, policy: Any, spec: Any, check: Any, gate: dict[str, Any
         "ratio": float(r.ratio),
         "ci_low": float(r.ci[0]),
         "ci_high": float(r.ci[1]),
-        "confidence": 0.95,
+        "confidence": check.level,
         "p_value": None if r.p_value is None else float(r.p_value),
         "rating": r.rating,
         "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(),
         "gate": gate,
         "passed": bool(check.passed),
-        "thresholds": {"pass": 0.95, "mild": 0.8, "degraded": 0.5},
+        "thresholds": {"pass": t.pass_, "mild": t.mild, "degraded": t.degraded},
     }
 
 
