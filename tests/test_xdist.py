@@ -181,3 +181,41 @@ def test_x(rl_audit):
     doc = json.loads((report / "summary.json").read_text())
     assert doc["lost"] == [{"nodeid": "test_crash.py::test_x[crash]", "scenario": "crash"}]
     assert sorted(r["scenario"] for r in doc["results"]) == ["delay", "jitter", "spike"]
+
+
+XFAIL = """
+import pytest
+import xdist_agents as agents
+
+@pytest.mark.rl_scenario("spike", "delay")
+@pytest.mark.rl_threshold(min_ratio=0.9)
+@pytest.mark.rl_episodes(5)
+@pytest.mark.xfail(strict=True, reason="the fragile agent falls over in a spike")
+def test_spike(rl_audit):
+    rl_audit(agent=agents.fragile, env="CartPole-v1")
+"""
+
+
+def test_xfail_outcomes_and_progress_lines_everywhere(pytester, xdist_args, tmp_path):
+    pytester.makepyfile(xdist_agents=AGENTS, test_xdist_xfail=XFAIL)
+    pytester.syspathinsert()
+    report = tmp_path / "report"
+    result = pytester.runpytest("--rl-audit", "-v", f"--rl-report={report}", *xdist_args)
+    result.assert_outcomes(xfailed=1, failed=1)  # delay passes: strict xfail turns it red
+    result.stdout.fnmatch_lines(["*rl audit: fragile / spike: ratio * DEGRADED*"])
+    doc = json.loads((report / "summary.json").read_text())
+    outcomes = {r["scenario"]: (r["outcome"], r["passed"]) for r in doc["results"]}
+    assert outcomes == {"spike": ("xfailed", False), "delay": ("failed", True)}
+
+
+def test_zero_config_failures_read_without_a_traceback_everywhere(pytester, xdist_args):
+    pytester.makepyfile(xdist_agents=AGENTS)
+    result = pytester.runpytest_subprocess(
+        "--rl-audit", "--rl-agent", "xdist_agents:fragile", "--rl-env", "CartPole-v1",
+        "--rl-episodes", "4", "--rl-scenarios", "spike,delay", *xdist_args)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines([
+        "scenario 'spike' is not robust enough: ratio *",
+        "*fix: train with SpeedSchedule.spike(env, start=20, duration=20, k=5)*",
+    ])
+    assert "Traceback" not in result.stdout.str() and "site-packages" not in result.stdout.str()
