@@ -13,6 +13,7 @@ __all__ = [
     "UnknownScenarioError",
     "PerturbationError",
     "PolicyError",
+    "ReferenceScoreError",
     "RolloutError",
     "RolloutCapWarning",
 ]
@@ -36,6 +37,10 @@ class PerturbationError(RLAuditError, ValueError):
 
 class PolicyError(RLAuditError, TypeError):
     """An agent that cannot be adapted to the batched policy protocol."""
+
+
+class ReferenceScoreError(RLAuditError, ValueError):
+    """The nominal return does not exceed the reference score, so no ratio is meaningful."""
 
 
 class RolloutError(RLAuditError, RuntimeError):

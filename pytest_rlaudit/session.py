@@ -145,7 +145,8 @@ class AuditSession:
     def run(self, item: pytest.Item, scenario: Any, agent: Any = None, env: Any = None) -> Any:
         """Audit ``scenario`` for ``item`` and record it; raise RobustnessError on a miss."""
         __tracebackhide__ = True
-        from .assertions import RobustnessError, check_robust
+        from .assertions import RobustnessError
+        from .errors import ReferenceScoreError
         from .options import episodes_marker
 
         policy = self.default_agent() if agent is None else self.policy_for(agent)
@@ -153,19 +154,30 @@ class AuditSession:
         episodes = episodes_marker(item.get_closest_marker("rl_episodes")) or {
             "n": self.settings["rl_episodes"], "max_n": None, "target_ci_width": None}
         gate = self.gates(item, scenario)
-        check = check_robust(
-            policy, spec, scenario, min_ratio=(gate or {}).get("min_ratio"),
-            min_rating=(gate or {}).get("min_rating"), mode=(gate or {}).get("mode", "point"),
-            episodes=episodes["n"], max_episodes=episodes["max_n"],
-            target_ci_width=episodes["target_ci_width"], seed=self.settings["rl_seed"],
-            reference=self.settings["rl_reference"], batch_size=self.settings["rl_batch_size"],
-            cache=self.cache)
+        try:
+            check = self._check(policy, spec, scenario, gate, episodes)
+        except ReferenceScoreError as exc:
+            raise ReferenceScoreError(
+                f"{exc} From pytest: --rl-reference random (or rl_reference = random in the "
+                "ini file), or --rl-reference <number>.") from None
         record = _record(item.nodeid, policy, spec, check, gate, self.settings)
         record["order"] = self.order.get(item.nodeid, len(self.order))
         item.stash[RECORD_KEY] = record
         if not check.passed:
             raise RobustnessError(check.message, check.result)
         return check.result
+
+    def _check(self, policy: Any, spec: Any, scenario: Any, gate: dict[str, Any] | None,
+               episodes: dict[str, Any]) -> Any:
+        from .assertions import check_robust
+
+        return check_robust(
+            policy, spec, scenario, min_ratio=(gate or {}).get("min_ratio"),
+            min_rating=(gate or {}).get("min_rating"), mode=(gate or {}).get("mode", "point"),
+            episodes=episodes["n"], max_episodes=episodes["max_n"],
+            target_ci_width=episodes["target_ci_width"], seed=self.settings["rl_seed"],
+            reference=self.settings["rl_reference"], batch_size=self.settings["rl_batch_size"],
+            cache=self.cache)
 
     # ------------------------------------------------------------------- reporting
 
@@ -371,8 +383,10 @@ class ScenarioItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None):
         from .assertions import RobustnessError
+        from .errors import RLAuditError
 
-        if isinstance(excinfo.value, RobustnessError):
+        # Our errors say what went wrong and what to do; a traceback would bury that.
+        if isinstance(excinfo.value, (RobustnessError, RLAuditError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
 

@@ -27,6 +27,8 @@ from typing import Literal
 import numpy as np
 from scipy import stats as _scipy_stats
 
+from .errors import ReferenceScoreError
+
 __all__ = [
     "RATINGS",
     "check_threshold",
@@ -153,7 +155,7 @@ def check_returns(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray
 def check_reference(nominal_mean: float, reference: float) -> None:
     """Raise when the nominal mean does not exceed the reference (a ratio would mislead)."""
     if not nominal_mean > reference:
-        raise ValueError(
+        raise ReferenceScoreError(
             f"the nominal mean return ({nominal_mean:.4g}) does not exceed the reference "
             f"({reference:.4g}), so a return ratio would be meaningless or sign-flipped (returns "
             "are negative on envs like Pendulum). Set reference='random' to measure from a "

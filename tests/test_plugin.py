@@ -999,3 +999,20 @@ def test_xfailed_and_xpassed_audits_are_recorded_with_their_outcome(tester: pyte
     bad = by_id["test_xfail.py::test_known_bad[jitter]"]
     assert (bad["outcome"], bad["passed"]) == ("xfailed", False)
     assert by_id["test_xfail.py::test_maybe[delay]"]["outcome"] == "xpassed"
+
+
+def test_a_negative_return_env_without_a_reference_says_which_option_to_set(pytester):
+    pytester.makepyfile(pend_agent="""
+import numpy as np
+
+def controller(obs):
+    cos, sin, vel = obs[:, 0], obs[:, 1], obs[:, 2]
+    return np.clip(-(6.0 * np.arctan2(sin, cos) + 1.0 * vel), -2, 2)[:, None]
+""")
+    args = ["--rl-audit", "--rl-agent", "pend_agent:controller", "--rl-env", "Pendulum-v1",
+            "--rl-episodes", "3", "--rl-scenarios", "obs_noise", "-p", "no:benchmark"]
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*does not exceed the reference (0)*--rl-reference random*"])
+    assert "Traceback" not in result.stdout.str() and "stats.py" not in result.stdout.str()
+    pytester.runpytest_subprocess(*args, "--rl-reference", "random").assert_outcomes(passed=1)
