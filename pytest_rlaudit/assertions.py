@@ -185,6 +185,10 @@ def check_robust(
     measured). ``cache``: a mapping in which nominal and random-reference rollouts are
     kept, keyed by the policy and env objects, seed and episode range, so that several
     scenarios of one agent share them (the pytest plugin keeps one per process).
+
+    >>> check = check_robust("random", "CartPole-v1", "delay", min_ratio=0.5, episodes=4)
+    >>> check.passed, check.result.name
+    (True, 'delay')
     """
     if mode not in MODES:
         raise ValueError(f"unknown verdict mode {mode!r}; modes are {', '.join(MODES)}")
