@@ -24,6 +24,8 @@ _EXPORTS = {
     "AuditResult": "auditing",
     "ScenarioResult": "auditing",
     "Scenario": "scenarios",
+    "Schedule": "schedules",
+    "find_breaking_schedule": "falsify",
     "assert_robust": "assertions",
     "RobustnessError": "assertions",
     "Diagnosis": "diagnosis",
@@ -34,7 +36,7 @@ _EXPORTS = {
     "UnknownEnvError": "errors",
     "UnknownScenarioError": "errors",
 }
-_SUBMODULES = ("scenarios", "perturbations", "policies", "envs", "rollout", "auditing", "stats",
+_SUBMODULES = ("scenarios", "schedules", "strategies", "falsify", "perturbations", "policies", "envs", "rollout", "auditing", "stats",
                "diagnosis", "assertions", "errors")
 
 __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
@@ -46,7 +48,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .diagnosis import Diagnosis
     from .errors import RLAuditError, RolloutError, UnknownEnvError, UnknownScenarioError
     from .policies import Policy, as_policy
+    from .falsify import find_breaking_schedule
     from .scenarios import Scenario
+    from .schedules import Schedule
 
 
 def __getattr__(name: str) -> Any:

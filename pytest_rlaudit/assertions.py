@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import scenarios as registry
+from ._capture import notify, shared_cache
 from .auditing import (
     ScenarioResult,
     _stream_seed,
@@ -27,7 +28,7 @@ from .auditing import (
 from .envs import EnvLike, env_spec
 from .policies import as_policy
 from .rollout import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
-from .scenarios import NOMINAL, Scenario
+from .scenarios import NOMINAL, Scenario, ScenarioLike
 from .stats import (
     DEFAULT_THRESHOLDS,
     MODES,
@@ -57,8 +58,8 @@ def _number_in(value: Any, low: float, high: float) -> bool:
             and low < float(value) < high)
 
 
-def _scenario(scenario: str | Scenario) -> Scenario:
-    resolved = scenario if isinstance(scenario, Scenario) else registry.get(scenario)
+def _scenario(scenario: ScenarioLike) -> Scenario:
+    resolved = registry.as_scenario(scenario)
     if resolved.name == NOMINAL.name:
         raise ValueError("assert_robust compares a scenario with nominal; name a perturbation "
                          f"scenario, for example one of {', '.join(registry.DEFAULT)}")
@@ -70,10 +71,14 @@ def _message(result: ScenarioResult, failed: list[tuple[Verdict, str | None]], *
              call: dict[str, Any]) -> str:
     lo, hi = result.ci
     seeds = result.seeds
-    lines = [
-        f"scenario {result.name!r} is not robust enough: ratio {result.ratio:.3f} "
-        f"({confidence * 100:.4g}% CI {lo:.3f}-{hi:.3f}), rated {result.rating}",
-    ]
+    numbers = (f"ratio {result.ratio:.3f} ({confidence * 100:.4g}% CI {lo:.3f}-{hi:.3f}), "
+               f"rated {result.rating}")
+    schedule = result.params.get("schedule")
+    if schedule is not None and hasattr(schedule, "describe"):
+        lines = [f"the agent breaks when {schedule.describe()}: {numbers}",
+                 f"  schedule: {schedule!r}"]
+    else:
+        lines = [f"scenario {result.name!r} is not robust enough: {numbers}"]
     for v, band in failed:
         need = (f"rating {band} or better (ratio > {v.threshold:g})" if band
                 else f"ratio >= {v.threshold:g}")
@@ -93,7 +98,11 @@ def _message(result: ScenarioResult, failed: list[tuple[Verdict, str | None]], *
 
 def _scenario_expr(result: ScenarioResult) -> str:
     """The scenario argument that reproduces ``result``: its name, or the registered
-    scenario with the parameters that differ from its defaults."""
+    scenario with the parameters that differ from its defaults, or the schedule."""
+    schedule = result.params.get("schedule")
+    if schedule is not None and hasattr(schedule, "as_scenario"):
+        return repr(schedule) if result.name == "schedule" else (
+            f"{schedule!r}.as_scenario({result.name!r})")
     try:
         registered = registry.get(result.name)
     except LookupError:
@@ -115,12 +124,17 @@ class RobustnessCheck:
     message: str
     gates: tuple[tuple[float, bool, str | None], ...]
     level: float = 0.95  # confidence of result.ci (higher after adaptive looks)
+    agent: str = ""  # the policy's name, as reports show it
+    env: str = ""
+    seed: int = 0
+    reference: float | str = 0
+    gate: dict[str, Any] | None = None  # {min_ratio, min_rating, mode}; None: not gated
 
 
 def assert_robust(
     agent: Any,
     env: EnvLike,
-    scenario: str | Scenario,
+    scenario: ScenarioLike,
     *,
     min_ratio: float | None = None,
     min_rating: str | None = None,
@@ -137,6 +151,10 @@ def assert_robust(
 ) -> ScenarioResult:
     """Assert that ``agent`` keeps its return on ``env`` under ``scenario``; return its numbers.
 
+    ``scenario`` is a registered name, a :class:`~pytest_rlaudit.scenarios.Scenario` or a
+    :class:`~pytest_rlaudit.schedules.Schedule` (as drawn by
+    ``pytest_rlaudit.strategies.schedules()`` in a hypothesis test).
+
     The threshold is ``min_ratio`` (ratio >= it), ``min_rating`` (the rating must be at
     least it: ``"MILD"`` means ratio > 0.80), or both; with neither, ``min_rating="MILD"``.
     ``mode``: ``"point"`` judges the ratio itself; ``"confident"`` passes only when the
@@ -148,6 +166,7 @@ def assert_robust(
     error control). Raises :class:`RobustnessError` with the numbers, the seed to
     reproduce and the diagnosis.
     """
+    __tracebackhide__ = True  # pytest shows the test's line, then this message
     if min_ratio is None and min_rating is None:
         min_rating = "MILD"
     check = check_robust(
@@ -163,7 +182,7 @@ def assert_robust(
 def check_robust(
     agent: Any,
     env: EnvLike,
-    scenario: str | Scenario,
+    scenario: ScenarioLike,
     *,
     min_ratio: float | None = None,
     min_rating: str | None = None,
@@ -182,9 +201,11 @@ def check_robust(
     """:func:`assert_robust` without the raise: the numbers and the verdict.
 
     With neither ``min_ratio`` nor ``min_rating`` nothing is gated (the result is only
-    measured). ``cache``: a mapping in which nominal and random-reference rollouts are
-    kept, keyed by the policy and env objects, seed and episode range, so that several
-    scenarios of one agent share them (the pytest plugin keeps one per process).
+    measured). ``cache``: a mapping in which policy adapters and the nominal and
+    random-reference rollouts are kept, keyed by the agent and env objects, seed and
+    episode range, so that several scenarios of one agent share them (the pytest plugin
+    keeps one per process, and one per hypothesis test for the examples to share).
+    Only share a cache while the agent does not change: it is keyed by identity.
 
     >>> check = check_robust("random", "CartPole-v1", "delay", min_ratio=0.5, episodes=4)
     >>> check.passed, check.result.name
@@ -209,8 +230,13 @@ def check_robust(
         raise ValueError(f"target_ci_width must be a positive number, got {target_ci_width!r}")
     thresholds = thresholds or DEFAULT_THRESHOLDS
     chosen = _scenario(scenario)
-    spec = env_spec(env)
-    policy = as_policy(agent)
+    if cache is None:
+        cache = shared_cache()
+    # Adapters are kept with their agent (alive, so its id is not reused) for the cache.
+    spec = _cached(cache, ("env", env if isinstance(env, str) else id(env)),
+                   lambda: (env, env_spec(env)))[1]
+    policy = _cached(cache, ("policy", agent if isinstance(agent, str) else id(agent)),
+                     lambda: (agent, as_policy(agent)))[1]
     ref = _cached(cache, ("reference", reference, id(spec), seed, max_episodes or episodes,
                           max_steps),
                   lambda: resolve_reference(reference, spec, max_episodes or episodes,
@@ -274,7 +300,13 @@ def check_robust(
                 if v is not None and not (k in defaults and v == defaults[k])}
         message = _message(result, failed, env_name=spec.name, seed=seed, episodes=episodes,
                            confidence=level, stopped=stopped, call=call)
-    return RobustnessCheck(result, not failed, message, tuple(gates), level)
+    check = RobustnessCheck(result, not failed, message, tuple(gates), level,
+                            agent=getattr(policy, "name", type(policy).__name__),
+                            env=spec.name, seed=int(seed), reference=reference,
+                            gate={"min_ratio": min_ratio, "min_rating": min_rating,
+                                  "mode": mode} if gates else None)
+    notify(check)
+    return check
 
 
 def _cached(cache: MutableMapping[Hashable, Any] | None, key: Hashable,

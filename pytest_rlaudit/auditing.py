@@ -32,7 +32,7 @@ from .diagnosis import Diagnosis, diagnose, parting_step
 from .envs import AuditEnv, EnvLike, env_spec
 from .policies import as_policy
 from .rollout import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
-from .scenarios import NOMINAL, Scenario
+from .scenarios import NOMINAL, Scenario, ScenarioLike
 from .stats import (
     DEFAULT_THRESHOLDS,
     Thresholds,
@@ -117,6 +117,8 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
+    if hasattr(value, "to_dict"):  # a Schedule: its JSON form
+        return value.to_dict()
     return repr(value)
 
 
@@ -321,7 +323,7 @@ def check_episodes(episodes: Any, name: str = "episodes") -> int:
 def audit(
     agent: Any,
     env: EnvLike,
-    scenarios: str | Scenario | Iterable[str | Scenario] | None = None,
+    scenarios: ScenarioLike | Iterable[ScenarioLike] | None = None,
     episodes: int = 30,
     seed: int = 0,
     batch_size: int | None = None,

@@ -113,6 +113,41 @@ _ADVICE: dict[Any, tuple[str, str]] = {
 }
 
 
+#: For each schedule channel, the stationary wrapper that trains for it, built from the
+#: channel's largest value.
+_CHANNEL_WRAPPERS: dict[str, tuple[Any, Any]] = {
+    "speed": (P.Jitter, lambda k: {"base": 1, "jitter": k - 1}),
+    "delay": (P.ObservationDelay, lambda d: {"steps": d}),
+    "obs_noise": (P.ObservationNoise, lambda s: {"sigma": s}),
+    "action_noise": (P.ActionNoise, lambda s: {"sigma": s}),
+    "dropped": (P.DroppedObservation, lambda _: {"p": 0.1}),
+}
+_CHANNEL_CAUSES = {
+    "speed": "a slowdown (each action held for several env steps) pushes the system out of "
+             "the region the policy can recover from",
+    "delay": "the policy acts on stale observations as if they were current",
+    "obs_noise": "the policy treats sensor noise as state and over-reacts to it",
+    "action_noise": "the policy depends on precise actuation",
+    "dropped": "the policy acts on a frozen observation as if it were current",
+}
+
+
+def _schedule_advice(schedule: Any) -> tuple[str, str]:
+    """(cause, fix) for a timeline: one clause per channel it disturbs."""
+    channels = schedule.channels
+    cause = "; ".join(_CHANNEL_CAUSES[c] for c in channels) or "none (the schedule is nominal)"
+    calls = []
+    for c in channels:
+        wrapper, params = _CHANNEL_WRAPPERS[c]
+        calls.append(_call(wrapper.__name__, params(schedule.max_value(c))))
+    fix = f"train with Scheduled(env, {schedule!r}) (this timeline)"
+    if calls:
+        fix += f" or with {' and '.join(calls)} so it learns to recover"
+    if "delay" in channels or "dropped" in channels:
+        fix += "; give the policy memory (frame stacking, sb3-contrib RecurrentPPO)"
+    return cause, fix
+
+
 def parting_step(
     nominal: Sequence[np.ndarray], perturbed: Sequence[np.ndarray], *, reference: float = 0.0,
     tolerance: float = 0.05,
@@ -188,6 +223,17 @@ def diagnose(
     """
     if rating == "PASS":
         return None
+    when = _when(np.asarray(nominal_env_steps), np.asarray(perturbed_env_steps), parting,
+                 parted, len(nominal_env_steps))
+    share = "of the nominal return" if reference == 0 else "of the nominal return above the reference"
+    schedule = scenario.schedule
+    if schedule is not None and isinstance(scenario.perturbation, type) and issubclass(
+            scenario.perturbation, P.Scheduled):
+        cause, fix = _schedule_advice(schedule)
+        verb = "degrades" if rating == "MILD" else "breaks"
+        pattern = (f"{verb} when {schedule.describe()}: keeps {ratio:.0%} {share} ({rating}); "
+                   f"{when}")
+        return Diagnosis(pattern, cause, fix)
     advice = next((_ADVICE[c] for c in getattr(scenario.perturbation, "__mro__",
                                                 (scenario.perturbation,)) if c in _ADVICE), None)
     cause, fix = advice or (
@@ -197,8 +243,6 @@ def diagnose(
     label = ("SpeedSchedule.spike" if scenario.perturbation is P.spike
              else getattr(scenario.perturbation, "__name__", scenario.name))
     call = _call(label, dict(scenario.params))
-    when = _when(np.asarray(nominal_env_steps), np.asarray(perturbed_env_steps), parting,
-                 parted, len(nominal_env_steps))
-    share = "of the nominal return" if reference == 0 else "of the nominal return above the reference"
-    pattern = f"{scenario.name} keeps {ratio:.0%} {share} ({rating}); {when}"
+    name = scenario.name if schedule is None else f"{scenario.name} ({schedule.describe()})"
+    pattern = f"{name} keeps {ratio:.0%} {share} ({rating}); {when}"
     return Diagnosis(pattern, cause, fix.format(call=call))

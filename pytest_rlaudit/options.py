@@ -281,7 +281,7 @@ def scenario_marker(marker: pytest.Mark) -> list[Any]:
     out = []
     for name in marker.args:
         try:
-            scenario = name if isinstance(name, registry.Scenario) else registry.get(name)
+            scenario = registry.as_scenario(name)
             out.append(scenario.with_params(**marker.kwargs) if marker.kwargs else scenario)
         except (UnknownScenarioError, PerturbationError, TypeError) as exc:
             raise MarkerError(f"@pytest.mark.rl_scenario: {exc}") from None

@@ -37,11 +37,13 @@ from gymnasium.wrappers import StickyAction as _GymStickyAction
 
 from ._seeding import stable_hash
 from .errors import PerturbationError
+from .schedules import NOMINAL_SETTINGS, Schedule
 
 __all__ = [
     "Perturbation",
     "Speed",
     "Jitter",
+    "Scheduled",
     "SpeedSchedule",
     "spike",
     "ObservationDelay",
@@ -94,6 +96,37 @@ def _require_box_obs(owner: str, env: gym.Env) -> None:
             f"space is {env.observation_space}. Flatten it first "
             "(gymnasium.wrappers.FlattenObservation) or choose another scenario."
         )
+
+
+def _check_action_noise(space: gym.Space, sigma: Any, owner: str) -> float:
+    """Validate an action-noise sigma for ``space`` (a probability for Discrete actions)."""
+    if isinstance(space, spaces.Discrete):
+        return _float_arg(owner, "sigma (a probability for Discrete actions)", sigma, high=1.0)
+    if isinstance(space, spaces.Box):
+        if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+            raise PerturbationError(
+                f"{owner}: action noise is scaled by the action range, but this env's action "
+                f"space {space} is unbounded; rescale it first (gymnasium.wrappers.RescaleAction)."
+            )
+        return _float_arg(owner, "sigma", sigma)
+    raise PerturbationError(f"{owner}: action noise needs a Box or Discrete action space, not {space}.")
+
+
+def _noisy_action(space: gym.Space, action: Any, sigma: float, rng: np.random.Generator, *,
+                  aligned: bool = False) -> Any:
+    """Box: Gaussian noise of ``sigma`` x half the range, clipped; Discrete: a random action
+    with probability ``sigma``. ``aligned`` draws the same numbers at every call (a
+    schedule's sigma varies by step; the stream must not)."""
+    if isinstance(space, spaces.Discrete):
+        if aligned:
+            replace, other = rng.random(), int(rng.integers(space.n))
+            return space.start + other if replace < sigma else action
+        if rng.random() < sigma:
+            return space.start + int(rng.integers(space.n))
+        return action
+    half = (space.high - space.low) / 2.0
+    noisy = np.asarray(action) + sigma * half * rng.standard_normal(space.shape)
+    return np.clip(noisy, space.low, space.high).astype(space.dtype)
 
 
 # ---------------------------------------------------------------------- the base mixin
@@ -227,12 +260,101 @@ class Jitter(_VariableRepeat):
         return max(1, self.base + int(self.rng.integers(-self.jitter, self.jitter + 1)))
 
 
-class SpeedSchedule(_VariableRepeat):
+class Scheduled(gym.Wrapper, Perturbation):
+    """Apply a :class:`~pytest_rlaudit.schedules.Schedule` step by step.
+
+    At agent step ``t`` (0 after reset) the action gets the schedule's action noise
+    (as :class:`ActionNoise`), is held for ``speed`` env steps (as :class:`Speed`), the
+    resulting measurement gets the observation noise (as :class:`ObservationNoise`) or,
+    when ``dropped``, is lost (the last received one stands in, as
+    :class:`DroppedObservation`), and the agent sees the measurement of ``delay`` agent
+    steps earlier (as :class:`ObservationDelay`; the reset observation is the oldest).
+    Noise is drawn at every step from two generators of its own (one for observations,
+    one for actions), whether or not the sigma is zero there, so the draw at step ``t``
+    is the same whatever the rest of the schedule says: shrinking one part of a schedule
+    leaves the noise of the others alone. The same (schedule, seed) replays exactly.
+    No gymnasium wrapper follows a timeline, hence this class.
+
+    >>> import gymnasium as gym
+    >>> from pytest_rlaudit import Schedule
+    >>> env = Scheduled(gym.make("CartPole-v1"), Schedule(speed=[1, 3]))
+    >>> _ = env.reset(seed=0)
+    >>> [env.step(0)[1] for _ in range(3)]
+    [1.0, 3.0, 1.0]
+    """
+
+    def __init__(self, env: gym.Env, schedule: Schedule) -> None:
+        if not isinstance(schedule, Schedule):
+            raise PerturbationError(
+                f"Scheduled takes a pytest_rlaudit.Schedule, got {schedule!r} "
+                f"({type(schedule).__name__})"
+            )
+        channels = schedule.channels
+        if "obs_noise" in channels:
+            _require_box_obs("a schedule with obs_noise", env)
+        if "action_noise" in channels:
+            _check_action_noise(env.action_space, schedule.max_value("action_noise"),
+                                "a schedule with action_noise")
+        gym.Wrapper.__init__(self, env)
+        self._init_rng()
+        self.schedule = schedule
+        self.agent_step = 0
+        horizon = schedule.horizon()
+        # Per-step tables up to the horizon; the values past it repeat or hold.
+        self._tables = {c: schedule.values(c, horizon) for c in channels}
+        self._after = {c: schedule.value(c, horizon) for c in channels}
+        self._history: deque[Any] = deque(maxlen=schedule.max_value("delay") + 1)
+        self._obs_rng = self._act_rng = self.rng
+
+    def _value(self, channel: str, t: int) -> Any:
+        table = self._tables.get(channel)
+        if table is None:
+            return NOMINAL_SETTINGS[channel]
+        if self.schedule.period is not None:
+            return table[t % len(table)]
+        return table[t] if t < len(table) else self._after[channel]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._on_reset(seed)
+        self._obs_rng, self._act_rng = self.rng.spawn(2)
+        self.agent_step = 0
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._history.clear()
+        self._history.append(obs)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        t = self.agent_step
+        self.agent_step += 1
+        if "action_noise" in self._tables:
+            action = _noisy_action(self.env.action_space, action,
+                                   self._value("action_noise", t), self._act_rng, aligned=True)
+        total = 0.0
+        for _ in range(self._value("speed", t)):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            total += float(reward)
+            if terminated or truncated:
+                break
+        if "obs_noise" in self._tables:
+            obs = np.asarray(obs)
+            draw = self._obs_rng.standard_normal(obs.shape)
+            obs = (obs + self._value("obs_noise", t) * draw).astype(obs.dtype, copy=False)
+        self._history.append(self._history[-1] if self._value("dropped", t) else obs)
+        delay = min(self._value("delay", t), len(self._history) - 1)
+        return self._history[-1 - delay], total, terminated, truncated, info
+
+    @staticmethod
+    def _schedule_of(schedule: Schedule) -> Schedule:
+        return schedule
+
+
+class SpeedSchedule(Scheduled):
     """Speed as a function of the agent step: agent step ``t`` (0 at reset) uses ``speeds[t]``.
 
-    After the schedule runs out, ``after`` is used (default 1, nominal speed). The
-    ``spike`` scenario is ``SpeedSchedule.spike(env, start=20, duration=20, k=5)``: speed
-    1, then 5 for agent steps 20-39, then 1 again.
+    After the list runs out, ``after`` is used (default 1, nominal speed). A
+    :class:`Scheduled` with a speed-only schedule: ``Schedule(speed=[*speeds, after, ...])``.
+    The ``spike`` scenario is ``SpeedSchedule.spike(env, start=20, duration=20, k=5)``:
+    speed 1, then 5 for agent steps 20-39, then 1 again.
 
     >>> import gymnasium as gym
     >>> env = SpeedSchedule(gym.make("CartPole-v1"), speeds=[1, 3])
@@ -250,7 +372,7 @@ class SpeedSchedule(_VariableRepeat):
             _int_arg("SpeedSchedule", f"speeds[{i}]", k, minimum=1) for i, k in enumerate(speeds)
         )
         self.after = _int_arg("SpeedSchedule", "after", after, minimum=1)
-        super().__init__(env)
+        super().__init__(env, Schedule(speed=[*self.speeds, self.after, ...]))
 
     @classmethod
     def spike(cls, env: gym.Env, start: int = 20, duration: int = 20, k: int = 5) -> SpeedSchedule:
@@ -260,14 +382,17 @@ class SpeedSchedule(_VariableRepeat):
         k = _int_arg("spike", "k", k, minimum=1)
         return cls(env, speeds=[1] * start + [k] * duration, after=1)
 
-    def _next_k(self) -> int:
-        t = self.agent_step
-        return self.speeds[t] if t < len(self.speeds) else self.after
-
 
 def spike(env: gym.Env, start: int = 20, duration: int = 20, k: int = 5) -> SpeedSchedule:
     """The ``spike`` scenario's wrapper; see :meth:`SpeedSchedule.spike`."""
     return SpeedSchedule.spike(env, start=start, duration=duration, k=k)
+
+
+def _spike_schedule(start: int = 20, duration: int = 20, k: int = 5) -> Schedule:
+    return Schedule.spike(at=start, duration=duration, speed=k)
+
+
+spike._schedule_of = _spike_schedule  # type: ignore[attr-defined]  # the spike is a timeline
 
 
 # ------------------------------------------------------------------ observations
@@ -386,22 +511,7 @@ class ActionNoise(gym.ActionWrapper, Perturbation):
     """
 
     def __init__(self, env: gym.Env, sigma: float = 0.1) -> None:
-        space = env.action_space
-        if isinstance(space, spaces.Discrete):
-            self.sigma = _float_arg("ActionNoise", "sigma (a probability for Discrete actions)",
-                                    sigma, high=1.0)
-        elif isinstance(space, spaces.Box):
-            self.sigma = _float_arg("ActionNoise", "sigma", sigma)
-            if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
-                raise PerturbationError(
-                    "ActionNoise scales noise by the action range, but this env's action "
-                    f"space {space} is unbounded; rescale it first "
-                    "(gymnasium.wrappers.RescaleAction)."
-                )
-        else:
-            raise PerturbationError(
-                f"ActionNoise supports Box and Discrete action spaces, not {space}."
-            )
+        self.sigma = _check_action_noise(env.action_space, sigma, "ActionNoise")
         gym.ActionWrapper.__init__(self, env)
         self._init_rng()
 
@@ -410,14 +520,7 @@ class ActionNoise(gym.ActionWrapper, Perturbation):
         return self.env.reset(seed=seed, options=options)
 
     def action(self, action: Any) -> Any:
-        space = self.env.action_space
-        if isinstance(space, spaces.Discrete):
-            if self.rng.random() < self.sigma:
-                return space.start + int(self.rng.integers(space.n))
-            return action
-        half = (space.high - space.low) / 2.0
-        noisy = np.asarray(action) + self.sigma * half * self.rng.standard_normal(space.shape)
-        return np.clip(noisy, space.low, space.high).astype(space.dtype)
+        return _noisy_action(self.env.action_space, action, self.sigma, self.rng)
 
 
 class StickyAction(_GymStickyAction, Perturbation):

@@ -58,8 +58,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             values: list[Any] = scenario_marker(marker)
             ids = [s.name for s in values]
         else:  # skipped anyway: keep collection light (the registry imports gymnasium)
-            values = [str(name) for name in marker.args]
-            ids = values
+            values = list(marker.args)
+            ids = [name if isinstance(name, str) else getattr(name, "name", "schedule")
+                   for name in marker.args]
     except MarkerError as exc:
         error = f"{metafunc.definition.nodeid}: {exc}"
     else:

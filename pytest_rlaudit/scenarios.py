@@ -27,6 +27,7 @@ import gymnasium as gym
 
 from . import perturbations as P
 from .errors import PerturbationError, UnknownScenarioError
+from .schedules import Schedule
 
 __all__ = [
     "Scenario",
@@ -40,6 +41,7 @@ __all__ = [
     "names",
     "register",
     "resolve",
+    "as_scenario",
 ]
 
 Category = Literal["nominal", "deployment", "stress", "custom"]
@@ -113,6 +115,17 @@ class Scenario:
             return env
         return self.perturbation(env, **self.params)
 
+    @property
+    def schedule(self) -> Schedule | None:
+        """The timeline this scenario applies, for scenarios that are one (``spike``, any
+        :meth:`Schedule.as_scenario`); None for stationary perturbations.
+
+        >>> get("spike").schedule
+        Schedule(speed=[1]*20 + [5]*20)
+        """
+        timeline = getattr(self.perturbation, "_schedule_of", None)
+        return None if timeline is None else timeline(**self.params)
+
     def __repr__(self) -> str:
         if self.perturbation is None:
             return f"Scenario({self.name!r}, {self.category})"
@@ -171,23 +184,44 @@ def get(name: str) -> Scenario:
         ) from None
 
 
-def resolve(items: str | Scenario | Iterable[str | Scenario] | None) -> tuple[Scenario, ...]:
-    """Scenario names or objects (or ``None`` for the default suite) as Scenarios.
+ScenarioLike = str | Scenario | Schedule
+
+
+def as_scenario(item: ScenarioLike) -> Scenario:
+    """A scenario name, Scenario or Schedule as a Scenario (a Schedule is named
+    ``"schedule"``; see :meth:`Schedule.as_scenario`).
+
+    >>> as_scenario(Schedule(speed=2)).perturbation.__name__
+    'Scheduled'
+    """
+    if isinstance(item, Scenario):
+        return item
+    if isinstance(item, Schedule):
+        return item.as_scenario()
+    if isinstance(item, str):
+        return get(item)
+    raise TypeError(f"a scenario is a registered name, a Scenario or a Schedule, got {item!r} "
+                    f"({type(item).__name__})")
+
+
+def resolve(items: ScenarioLike | Iterable[ScenarioLike] | None) -> tuple[Scenario, ...]:
+    """Scenario names, Scenarios or Schedules (``None``: the default suite) as Scenarios.
 
     >>> [s.name for s in resolve(["delay", "spike"])]
     ['delay', 'spike']
     """
     if items is None:
         items = DEFAULT
-    if isinstance(items, (str, Scenario)):
+    if isinstance(items, (str, Scenario, Schedule)):
         items = [items]
-    out = []
-    for item in items:
-        out.append(item if isinstance(item, Scenario) else get(item))
+    out = [as_scenario(item) for item in items]
     seen: set[str] = set()
     for s in out:
         if s.name in seen:
-            raise ValueError(f"scenario {s.name!r} is listed twice; each name may appear once")
+            hint = (" Name each schedule: schedule.as_scenario('a_name')."
+                    if s.schedule is not None else "")
+            raise ValueError(f"scenario {s.name!r} is listed twice; each name may appear "
+                             f"once.{hint}")
         seen.add(s.name)
     return tuple(out)
 

@@ -17,11 +17,13 @@ from typing import Any
 
 import pytest
 
+from ._capture import capture_checks
 from .options import option_value
 
 __all__ = ["AuditSession", "ScenarioItem", "XdistHooks", "RECORD_KEY", "is_rl_item"]
 
 RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+CHECKS_KEY = pytest.StashKey[list[Any]]()
 _RL_MARKERS = ("rl_audit", "rl_scenario", "rl_threshold", "rl_episodes")
 _RL_FIXTURES = ("rl_audit", "rl_scenario")
 _COLOURS = {"PASS": {"green": True}, "MILD": {"yellow": True}, "DEGRADED": {"yellow": True,
@@ -160,7 +162,7 @@ class AuditSession:
             raise ReferenceScoreError(
                 f"{exc} From pytest: --rl-reference random (or rl_reference = random in the "
                 "ini file), or --rl-reference <number>.") from None
-        record = _record(item.nodeid, policy, spec, check, gate, self.settings)
+        record = _record(item.nodeid, check, gate)
         record["order"] = self.order.get(item.nodeid, len(self.order))
         item.stash[RECORD_KEY] = record
         if not check.passed:
@@ -179,11 +181,26 @@ class AuditSession:
             reference=self.settings["rl_reference"], batch_size=self.settings["rl_batch_size"],
             cache=self.cache)
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        """Capture the robustness checks the test makes itself (``assert_robust`` in a unit
+        or hypothesis test), to report them like audits. A hypothesis test's examples
+        share one cache, so the nominal episodes run once, not once per example."""
+        cache: dict[Any, Any] | None = {} if _is_hypothesis_test(item) else None
+        with capture_checks(cache=cache) as checks:
+            yield
+        if checks:
+            item.stash[CHECKS_KEY] = checks
+
     # ------------------------------------------------------------------- reporting
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
         record = item.stash.get(RECORD_KEY, None) if call.when == "call" else None
+        checks = item.stash.get(CHECKS_KEY, None) if call.when == "call" else None
+        if record is None and checks:
+            record = _captured_record(item, checks, failed=call.excinfo is not None)
+            record["order"] = self.order.get(item.nodeid, len(self.order))
         if record is not None:  # before the report exists: JUnit reads user_properties
             item.user_properties.extend(_junit_properties(record))
         outcome = yield
@@ -249,6 +266,16 @@ class AuditSession:
             text = "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
             terminalreporter.write_line(f"{text}  {cells[-1]}".rstrip(),
                                         **_COLOURS.get(rated, {"bold": True}))
+        for rec in sorted(self.records, key=lambda r: r.get("order", 0)):
+            if rec.get("schedule"):
+                what = ("smallest failing schedule" if not rec["passed"] and rec.get("hypothesis")
+                        else "schedule")
+                verb = "breaks" if rec["rating"] in ("FAIL", "DEGRADED") else (
+                    "degrades" if rec["rating"] == "MILD" else "holds")
+                terminalreporter.write_line(
+                    f"{rec['nodeid']}: {what}: {verb} when {rec['schedule']['description']} "
+                    f"(ratio {rec['ratio']:.3f}, {rec['rating']}): {rec['schedule']['repr']}",
+                    **_COLOURS[rec["rating"]])
         for agg in aggregates(self.records):
             terminalreporter.write(f"{agg['agent']} on {agg['env']}:")
             for category in ("deployment", "stress"):
@@ -317,22 +344,26 @@ def _junit_writer(config: pytest.Config) -> Any:
     return config.stash.get(xml_key, None)
 
 
-def _record(nodeid: str, policy: Any, spec: Any, check: Any, gate: dict[str, Any] | None,
-            settings: dict[str, Any]) -> dict[str, Any]:
+def _record(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, Any]:
     from .stats import DEFAULT_THRESHOLDS as t
 
     r = check.result
+    schedule = r.params.get("schedule")
     return {
         "nodeid": nodeid,
-        "agent": getattr(policy, "name", type(policy).__name__),
-        "env": spec.name,
+        "agent": check.agent,
+        "env": check.env,
         "scenario": r.name,
         "category": r.category,
-        "params": {k: (v if isinstance(v, (int, float, str, bool)) else repr(v))
+        "params": {k: (v if isinstance(v, (int, float, str, bool)) else
+                       v.to_dict() if hasattr(v, "to_dict") else repr(v))
                    for k, v in r.params.items()},
+        "schedule": None if not hasattr(schedule, "describe") else {
+            "description": schedule.describe(), "repr": repr(schedule),
+            "timeline": schedule.to_dict()},
         "episodes": r.episodes,
-        "seed": int(settings["rl_seed"]),
-        "reference": settings["rl_reference"],
+        "seed": int(check.seed),
+        "reference": check.reference,
         "mean_return": r.mean_return,
         "ratio": float(r.ratio),
         "ci_low": float(r.ci[0]),
@@ -347,6 +378,23 @@ def _record(nodeid: str, policy: Any, spec: Any, check: Any, gate: dict[str, Any
     }
 
 
+def _captured_record(item: pytest.Item, checks: list[Any], failed: bool) -> dict[str, Any]:
+    """The record of a test that called ``assert_robust`` (or ``check_robust``) itself:
+    when it failed, its last failing check (for a hypothesis test, the minimal example,
+    which hypothesis replays last); otherwise its worst check (the closest call)."""
+    missed = [c for c in checks if not c.passed]
+    chosen = missed[-1] if failed and missed else min(
+        checks, key=lambda c: float(c.result.ratio))
+    record = _record(item.nodeid, chosen, chosen.gate)
+    record["checks"] = len(checks)
+    record["hypothesis"] = _is_hypothesis_test(item)
+    return record
+
+
+def _is_hypothesis_test(item: pytest.Item) -> bool:
+    return bool(getattr(getattr(item, "obj", None), "is_hypothesis_test", False))
+
+
 def _junit_properties(record: dict[str, Any]) -> list[tuple[str, str]]:
     d = record["diagnosis"]
     return [
@@ -359,7 +407,10 @@ def _junit_properties(record: dict[str, Any]) -> list[tuple[str, str]]:
         ("rl.episodes", str(record["episodes"])),
         ("rl.diagnosis", "" if d is None else f"{d['pattern']}. Likely cause: {d['cause']}. "
                                               f"Fix: {d['fix']}."),
-    ]
+    ] + ([] if not record.get("schedule") else [
+        ("rl.schedule", record["schedule"]["description"]),
+        ("rl.schedule_repr", record["schedule"]["repr"]),
+    ])
 
 
 def _diagnosis_text(record: dict[str, Any]) -> str:

@@ -1,0 +1,79 @@
+"""``find_breaking_schedule``: the smallest disturbance that breaks an agent, as an answer.
+
+A property test says *whether* some schedule breaks the agent; this says *which*: it
+runs hypothesis' search and shrinking outside a test and returns the minimal breaking
+schedule (or scenario), or None when none of the examples tried breaks the agent.
+
+>>> import numpy as np
+>>> from pytest_rlaudit.strategies import schedules
+>>> def controller(obs):
+...     return (obs @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
+>>> find_breaking_schedule(controller, "CartPole-v1", schedules(kinds=["speed"], max_steps=50),
+...                        min_ratio=0.8, max_examples=20, episodes=4)
+Schedule(speed=[1]*... + [...]*...)
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from .assertions import check_robust
+from .envs import EnvLike
+from .rollout import DEFAULT_MAX_STEPS
+from .schedules import Schedule
+
+__all__ = ["find_breaking_schedule"]
+
+
+def find_breaking_schedule(
+    agent: Any,
+    env: EnvLike,
+    strategy: Any = None,
+    min_ratio: float | None = 0.8,
+    max_examples: int = 100,
+    seed: int = 0,
+    *,
+    episodes: int = 10,
+    min_rating: str | None = None,
+    mode: str = "point",
+    reference: float | str = 0,
+    batch_size: int | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+) -> Schedule | Any | None:
+    """The minimal schedule from ``strategy`` under which ``agent`` misses the threshold.
+
+    ``strategy``: a hypothesis strategy of schedules (default
+    ``strategies.schedules()``) or of scenarios (``strategies.scenarios()``; a Scenario
+    is returned then). The threshold is as in :func:`~pytest_rlaudit.assert_robust`
+    (``min_ratio``, ``min_rating``, ``mode``) on ``episodes`` paired episodes. ``seed``
+    seeds both the episodes and hypothesis' search (no example database is read or
+    written), so the same call returns the same schedule. ``max_examples`` bounds the
+    search; shrinking the first failure to a minimal one comes on top. Nominal episodes
+    are run once and shared by all examples.
+    """
+    from hypothesis import Phase, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    from .strategies import schedules
+
+    if strategy is None:
+        strategy = schedules()
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
+        raise ValueError(f"max_examples must be an integer >= 1, got {max_examples!r}")
+    if min_ratio is None and min_rating is None:
+        raise ValueError("find_breaking_schedule needs a threshold: min_ratio or min_rating")
+    cache: dict[Any, Any] = {}
+
+    def breaks(candidate: Any) -> bool:
+        return not check_robust(
+            agent, env, candidate, min_ratio=min_ratio, min_rating=min_rating, mode=mode,
+            episodes=episodes, seed=seed, reference=reference, batch_size=batch_size,
+            max_steps=max_steps, cache=cache).passed
+
+    search = settings(max_examples=max_examples, database=None, deadline=None,
+                      phases=[Phase.generate, Phase.shrink])
+    try:
+        return find(strategy, breaks, settings=search, random=random.Random(seed))
+    except NoSuchExample:
+        return None
