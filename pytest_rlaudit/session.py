@@ -267,7 +267,7 @@ class AuditSession:
             terminalreporter.write_line(f"{text}  {cells[-1]}".rstrip(),
                                         **_COLOURS.get(rated, {"bold": True}))
         for rec in sorted(self.records, key=lambda r: r.get("order", 0)):
-            if rec.get("schedule"):
+            if rec.get("schedule") and not (rec["passed"] and rec["rating"] == "PASS"):
                 what = ("smallest failing schedule" if not rec["passed"] and rec.get("hypothesis")
                         else "schedule")
                 verb = "breaks" if rec["rating"] in ("FAIL", "DEGRADED") else (
@@ -277,6 +277,8 @@ class AuditSession:
                     f"(ratio {rec['ratio']:.3f}, {rec['rating']}): {rec['schedule']['repr']}",
                     **_COLOURS[rec["rating"]])
         for agg in aggregates(self.records):
+            if not (agg["deployment"] or agg["stress"]):
+                continue
             terminalreporter.write(f"{agg['agent']} on {agg['env']}:")
             for category in ("deployment", "stress"):
                 if agg[category]:
@@ -383,8 +385,8 @@ def _captured_record(item: pytest.Item, checks: list[Any], failed: bool) -> dict
     when it failed, its last failing check (for a hypothesis test, the minimal example,
     which hypothesis replays last); otherwise its worst check (the closest call)."""
     missed = [c for c in checks if not c.passed]
-    chosen = missed[-1] if failed and missed else min(
-        checks, key=lambda c: float(c.result.ratio))
+    chosen = missed[-1] if failed and missed else min(  # ties: the later check
+        reversed(checks), key=lambda c: float(c.result.ratio))
     record = _record(item.nodeid, chosen, chosen.gate)
     record["checks"] = len(checks)
     record["hypothesis"] = _is_hypothesis_test(item)

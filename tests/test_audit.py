@@ -164,4 +164,4 @@ def test_str_shows_interval_rating_aggregates_and_diagnoses():
                     scenarios=["spike", "delay"], episodes=6)
     text = str(fragile)
     assert "95% CI" in text and "FAIL" in text and "deployment FAIL" in text
-    assert "spike: spike keeps" in text and "Likely cause:" in text and "Fix: train with" in text
+    assert "spike: spike (speed goes 1 -> 5 for 20 steps at step 20) keeps" in text and "Likely cause:" in text and "Fix: train with" in text

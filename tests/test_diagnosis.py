@@ -159,7 +159,8 @@ def test_every_registered_scenario_gets_a_diagnosis_naming_its_wrapper():
         assert label in d.fix, name
         for key, value in s.params.items():
             assert f"{key}={value!r}" in d.fix, (name, key)
-        assert d.pattern.startswith(f"{name} keeps 60% of the nominal return (DEGRADED)")
+        label = name if name != "spike" else "spike (speed goes 1 -> 5 for 20 steps at step 20)"
+        assert d.pattern.startswith(f"{label} keeps 60% of the nominal return (DEGRADED)")
 
 
 def test_delay_advice_mentions_history_and_memory():
@@ -263,7 +264,8 @@ def test_fail_rated_scenarios_carry_a_diagnosis_with_the_real_numbers(fragile_au
         p_med = np.median(r.env_steps)
         assert p_med < 0.9 * n_med
         assert f"episodes end early: median {p_med:.0f} env steps vs {n_med:.0f} nominal" in d.pattern
-        assert d.pattern.startswith(f"{r.name} keeps {r.ratio:.0%} of the nominal return (FAIL)")
+        label = r.name if r.name != "spike" else "spike (speed goes 1 -> 5 for 20 steps at step 20)"
+        assert d.pattern.startswith(f"{label} keeps {r.ratio:.0%} of the nominal return (FAIL)")
         parting, parted = parting_step(nominal.traces, r.traces)
         assert parting is not None and 1 <= parted <= r.episodes
         assert (f"returns part from nominal at env step {parting:.0f} (median over the "

@@ -860,7 +860,7 @@ def test_a_failed_audit_has_an_rl_audit_diagnosis_section(tester: pytest.Pyteste
     result.stdout.fnmatch_lines([
         "*- rl audit diagnosis -*",
         "fragile on CartPole-v1, scenario spike: ratio *, *",
-        "what broke:   spike keeps *",
+        "what broke:   spike (speed goes 1 -> 5 for 20 steps at step 20) keeps *",
         "likely cause: *",
         "fix:          train with SpeedSchedule.spike(env, start=20, duration=20, k=5)*",
     ])

@@ -1,0 +1,225 @@
+"""Property tests over schedules under the plugin: the smallest failing schedule reaches the
+terminal section, the failure's diagnosis, JUnit XML and summary.json; assert_robust calls
+in ordinary tests are reported like audits; a hypothesis test's examples share nominals."""
+
+from __future__ import annotations
+
+import glob
+import json
+import xml.etree.ElementTree as ET
+
+# In-process pytester runs reuse these instead of importing them afresh on every run.
+import gymnasium  # noqa: F401
+import hypothesis  # noqa: F401
+import pytest
+
+import pytest_rlaudit.assertions
+import pytest_rlaudit.falsify  # noqa: F401
+import pytest_rlaudit.report  # noqa: F401
+import pytest_rlaudit.strategies  # noqa: F401
+from pytest_rlaudit import Schedule
+from pytest_rlaudit.assertions import check_robust
+
+AGENTS = '''
+import numpy as np
+
+W = np.array([0.02, 0.0, 1.0, 0.2])
+
+
+def robust(obs):
+    return (np.asarray(obs) @ W > 0).astype(np.int64)
+
+
+def fragile(obs):
+    obs = np.asarray(obs)
+    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
+'''
+
+CONFTEST = '''
+import pytest
+
+
+@pytest.fixture(scope="session")
+def rl_env():
+    return "CartPole-v1"
+'''
+
+PROPERTY_TESTS = '''
+from hypothesis import given
+from pytest_rlaudit import assert_robust
+from pytest_rlaudit.strategies import audit_settings, schedules
+from conftest_agents import fragile, robust
+
+DETERMINISTIC = dict(derandomize=True, database=None)
+
+
+@audit_settings(max_examples=15, **DETERMINISTIC)
+@given(schedule=schedules(kinds=("speed",), max_steps=40))
+def test_fragile_agent(rl_env, schedule):
+    assert_robust(fragile, rl_env, schedule, min_ratio=0.8, episodes=4)
+
+
+@audit_settings(max_examples=4, **DETERMINISTIC)
+@given(schedule=schedules(kinds=("obs_noise",), max_noise=0.05, max_steps=10, max_events=1))
+def test_robust_agent_mild(rl_env, schedule):
+    assert_robust(robust, rl_env, schedule, min_ratio=0.8, episodes=3)
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(conftest_agents=AGENTS)
+    pytester.syspathinsert()
+    return pytester
+
+
+def _properties(xml_path) -> dict[str, dict[str, str]]:
+    root = ET.parse(xml_path).getroot()
+    return {case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+            for case in root.iter("testcase")}
+
+
+def test_the_smallest_failing_schedule_reaches_every_report(project, tmp_path):
+    project.makepyfile(test_sched_reports=PROPERTY_TESTS)
+    junit, report = tmp_path / "junit.xml", tmp_path / "report"
+    result = project.runpytest("--rl-audit", f"--junitxml={junit}", f"--rl-report={report}")
+    result.assert_outcomes(passed=1, failed=1)
+    falsifying = next(line for line in result.outlines if "schedule=Schedule(" in line)
+    shown = falsifying[falsifying.index("Schedule("):].rstrip(",) ")
+    if shown.count("(") > shown.count(")"):
+        shown += ")"
+    schedule = eval(shown, {"Schedule": Schedule})  # noqa: S307 - hypothesis prints our repr
+
+    # the terminal section names it in plain words, with the expression that rebuilds it
+    words = schedule.describe()
+    result.stdout.fnmatch_lines([
+        "*= rl audit =*",
+        f"test_sched_reports.py::test_fragile_agent: smallest failing schedule: breaks when "
+        f"{words} (ratio *): {glob.escape(repr(schedule))}",
+    ])
+    # the failure's diagnosis section
+    result.stdout.fnmatch_lines(["*- rl audit diagnosis -*", f"what broke:   breaks when {words}: keeps*"])
+    # JUnit
+    props = _properties(junit)["test_fragile_agent"]
+    assert props["rl.scenario"] == "schedule" and props["rl.schedule"] == words
+    assert props["rl.schedule_repr"] == repr(schedule)
+    assert props["rl.diagnosis"].startswith(f"breaks when {words}: keeps")
+    assert props["rl.rating"] in ("DEGRADED", "FAIL")
+    # summary.json carries the timeline itself, which rebuilds the same schedule
+    doc = json.loads((report / "summary.json").read_text())
+    rec = next(r for r in doc["results"] if r["nodeid"].endswith("test_fragile_agent"))
+    assert rec["schedule"]["description"] == words and not rec["passed"] and rec["hypothesis"]
+    assert Schedule.from_dict(rec["schedule"]["timeline"]) == schedule
+    assert not check_robust(
+        pytest_rlaudit.assertions.as_policy(_fragile), "CartPole-v1", schedule, min_ratio=0.8,
+        episodes=4).passed
+    # the passing property test reports its closest call over all its examples
+    mild = next(r for r in doc["results"] if r["nodeid"].endswith("test_robust_agent_mild"))
+    assert mild["passed"] and mild["checks"] >= 2 and mild["rating"] == "PASS"
+
+
+def _fragile(obs):
+    import numpy as np
+
+    obs = np.asarray(obs)
+    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
+
+
+def test_a_property_test_on_the_rl_fixtures_passes_the_health_check(project):
+    """rl_agent and rl_env are session-scoped: @given tests may use them (hypothesis refuses
+    function-scoped fixtures, which are not reset between examples)."""
+    project.makepyfile(test_sched_health='''
+from hypothesis import given
+from pytest_rlaudit import assert_robust
+from pytest_rlaudit.strategies import audit_settings, schedules
+
+
+@audit_settings(max_examples=3, derandomize=True, database=None)
+@given(schedule=schedules(kinds=("delay",), max_delay=1, max_steps=5, max_events=1))
+def test_delay(rl_agent, rl_env, schedule):
+    assert_robust(rl_agent, rl_env, schedule, min_ratio=0.5, episodes=3)
+''')
+    result = project.runpytest("--rl-audit", "--rl-agent", "conftest_agents:robust")
+    result.assert_outcomes(passed=1)
+    assert "HealthCheck" not in result.stdout.str()
+
+
+def test_a_hypothesis_test_runs_its_nominal_episodes_once(project):
+    project.makeconftest(CONFTEST + '''
+import pytest_rlaudit.assertions as A
+
+CALLS = []
+_run = A.run_episodes
+
+
+def _counting(policy, env, scenarios, *args, **kwargs):
+    CALLS.append(tuple(s.name for s in scenarios))
+    return _run(policy, env, scenarios, *args, **kwargs)
+
+
+def pytest_configure(config):
+    A.run_episodes = _counting
+
+
+def pytest_unconfigure(config):
+    A.run_episodes = _run
+''')
+    project.makepyfile(test_sched_cache=PROPERTY_TESTS.split("@audit_settings(max_examples=4")[0]
+                       + '''
+
+def test_count():
+    import conftest
+
+    assert conftest.CALLS.count(("nominal",)) == 1
+    assert conftest.CALLS.count(("schedule",)) >= 5
+''')
+    result = project.runpytest("--rl-audit", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    assert pytest_rlaudit.assertions.run_episodes.__name__ == "run_episodes"
+
+
+def test_assert_robust_in_an_ordinary_test_is_reported_like_an_audit(project, tmp_path):
+    project.makepyfile(test_plain_checks='''
+import pytest
+from pytest_rlaudit import assert_robust, RobustnessError
+from conftest_agents import fragile, robust
+
+
+def test_two_checks():
+    assert_robust(robust, "CartPole-v1", "delay", min_ratio=0.8, episodes=3)
+    with pytest.raises(RobustnessError):
+        assert_robust(fragile, "CartPole-v1", "spike", min_ratio=0.8, episodes=3)
+
+
+def test_no_checks():
+    pass
+''')
+    junit = tmp_path / "junit.xml"
+    result = project.runpytest(f"--junitxml={junit}")  # no --rl-audit: these are unit tests
+    result.assert_outcomes(passed=2)
+    props = _properties(junit)
+    assert props["test_two_checks"]["rl.scenario"] == "spike"  # the worst of its checks
+    assert props["test_two_checks"]["rl.rating"] == "FAIL"
+    assert props["test_no_checks"] == {}
+    result.stdout.fnmatch_lines(["*= rl audit =*", "fragile*CartPole-v1*spike*FAIL*"])
+
+
+def test_schedules_in_the_rl_scenario_marker(project):
+    project.makepyfile(test_sched_marker='''
+import pytest
+from pytest_rlaudit import Schedule
+
+
+@pytest.mark.rl_scenario(Schedule.spike(at=10, duration=3, speed=2))
+@pytest.mark.rl_threshold(min_ratio=0.5)
+@pytest.mark.rl_episodes(3)
+def test_marker(rl_audit):
+    rl_audit(agent="conftest_agents:robust")
+''')
+    result = project.runpytest("--rl-audit", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_marker?schedule? PASSED*"])
+    skipped = project.runpytest()
+    skipped.assert_outcomes(skipped=1)
