@@ -4,7 +4,8 @@ A *record* is one audited test as plain JSON types (what travels on a pytest rep
 also under xdist): ``nodeid``, ``agent``, ``env``, ``scenario``, ``category``,
 ``episodes``, ``seed``, ``ratio``, ``ci_low``, ``ci_high``, ``confidence``, ``p_value``,
 ``rating``, ``diagnosis`` ({pattern, cause, fix} or None), ``gate`` ({min_ratio,
-min_rating, mode} or None), ``passed`` and ``thresholds``. The renderers know nothing of
+min_rating, mode} or None), ``passed``, ``thresholds`` and ``schedule`` (None, or
+{description, repr, timeline} for a Schedule). The renderers know nothing of
 pytest.
 
 >>> rec = {"nodeid": "t::x[jitter]", "agent": "PPO", "env": "CartPole-v1",
@@ -121,8 +122,9 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += ["", "<details><summary>Diagnoses</summary>", ""]
         for rec in diagnosed:
             d = rec["diagnosis"]
-            lines.append(f"- **{rec['agent']} / {rec['scenario']}**: {d['pattern']}. Likely "
-                         f"cause: {d['cause']}. Fix: {d['fix']}.")
+            timeline = f" `{rec['schedule']['repr']}`" if rec.get("schedule") else ""
+            lines.append(f"- **{rec['agent']} / {rec['scenario']}**{timeline}: {d['pattern']}. "
+                         f"Likely cause: {d['cause']}. Fix: {d['fix']}.")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 

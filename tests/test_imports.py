@@ -22,6 +22,12 @@ def test_import_and_plugin_load_import_nothing_heavy():
     assert not loaded & {*HEAVY, "gymnasium", "scipy"}
 
 
+def test_a_schedule_is_plain_data():
+    loaded = _modules_after("from pytest_rlaudit import Schedule\n"
+                            "Schedule.spike(at=3, duration=2, speed=4).describe()")
+    assert not loaded & {*HEAVY, "gymnasium", "scipy", "numpy"}
+
+
 def test_a_numpy_agent_audit_imports_no_torch():
     loaded = _modules_after(
         "import numpy as np\n"
@@ -37,7 +43,7 @@ def test_pytest_with_the_plugin_imports_nothing_heavy(tmp_path):
     (tmp_path / "conftest.py").write_text(
         "import sys\n"
         "def pytest_sessionfinish(session):\n"
-        f"    heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        f"    heavy = [m for m in {(*HEAVY, 'gymnasium', 'scipy')!r} if m in sys.modules]\n"
         "    print('HEAVY=' + ','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",

@@ -81,10 +81,12 @@ def _properties(xml_path) -> dict[str, dict[str, str]]:
             for case in root.iter("testcase")}
 
 
-def test_the_smallest_failing_schedule_reaches_every_report(project, tmp_path):
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
+def test_the_smallest_failing_schedule_reaches_every_report(project, tmp_path, xdist):
     project.makepyfile(test_sched_reports=PROPERTY_TESTS)
     junit, report = tmp_path / "junit.xml", tmp_path / "report"
-    result = project.runpytest("--rl-audit", f"--junitxml={junit}", f"--rl-report={report}")
+    result = project.runpytest("--rl-audit", f"--junitxml={junit}", f"--rl-report={report}",
+                               *xdist)
     result.assert_outcomes(passed=1, failed=1)
     falsifying = next(line for line in result.outlines if "schedule=Schedule(" in line)
     shown = falsifying[falsifying.index("Schedule("):].rstrip(",) ")
@@ -112,6 +114,7 @@ def test_the_smallest_failing_schedule_reaches_every_report(project, tmp_path):
     rec = next(r for r in doc["results"] if r["nodeid"].endswith("test_fragile_agent"))
     assert rec["schedule"]["description"] == words and not rec["passed"] and rec["hypothesis"]
     assert Schedule.from_dict(rec["schedule"]["timeline"]) == schedule
+    assert f"`{schedule!r}`: breaks when {words}" in (report / "summary.md").read_text()
     assert not check_robust(
         pytest_rlaudit.assertions.as_policy(_fragile), "CartPole-v1", schedule, min_ratio=0.8,
         episodes=4).passed
