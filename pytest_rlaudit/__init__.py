@@ -36,8 +36,8 @@ _EXPORTS = {
     "UnknownEnvError": "errors",
     "UnknownScenarioError": "errors",
 }
-_SUBMODULES = ("scenarios", "schedules", "strategies", "falsify", "perturbations", "policies", "envs", "rollout", "auditing", "stats",
-               "diagnosis", "assertions", "errors")
+_SUBMODULES = ("scenarios", "schedules", "strategies", "falsify", "perturbations", "policies",
+               "envs", "rollout", "auditing", "stats", "diagnosis", "assertions", "errors")
 
 __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
 
@@ -47,8 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .auditing import AuditResult, ScenarioResult, audit
     from .diagnosis import Diagnosis
     from .errors import RLAuditError, RolloutError, UnknownEnvError, UnknownScenarioError
-    from .policies import Policy, as_policy
     from .falsify import find_breaking_schedule
+    from .policies import Policy, as_policy
     from .scenarios import Scenario
     from .schedules import Schedule
 

@@ -15,7 +15,7 @@ __all__ = ["capture_checks", "notify", "shared_cache"]
 
 
 class _Capture:
-    __slots__ = ("checks", "cache")
+    __slots__ = ("cache", "checks")
 
     def __init__(self, cache: dict[Any, Any] | None) -> None:
         self.checks: list[Any] = []

@@ -57,7 +57,7 @@ def _check_value(channel: str, value: Any, where: str) -> Any:
         if not is_bool:
             raise ValueError(f"Schedule: dropped{where} must be True or False, got {value!r}")
         return bool(value)
-    if is_bool or not hasattr(value, "__index__") and not hasattr(value, "__float__"):
+    if is_bool or (not hasattr(value, "__index__") and not hasattr(value, "__float__")):
         raise ValueError(f"Schedule: {channel}{where} must be a number, got {value!r}")
     if channel in ("speed", "delay"):
         if not hasattr(value, "__index__"):
@@ -134,7 +134,7 @@ class Schedule:
     Schedule(speed=2, obs_noise=[0.0]*5 + [0.1]*5)
     """
 
-    __slots__ = ("_runs", "period", "_key")
+    __slots__ = ("_key", "_runs", "period")
 
     def __init__(self, speed: Any = None, delay: Any = None, obs_noise: Any = None,
                  action_noise: Any = None, dropped: Any = None, *,

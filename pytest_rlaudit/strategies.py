@@ -45,7 +45,7 @@ _NOISE_STEP = 0.05
 
 def _grid(step: float, low: float, high: float) -> tuple[float, ...]:
     """``low, low+step, ..., high`` as short decimals (0.15, not 0.15000000000000002)."""
-    n = int(round((high - low) / step))
+    n = round((high - low) / step)
     return tuple(round(low + i * step, 10) for i in range(n + 1))
 
 

@@ -14,9 +14,9 @@ import hypothesis  # noqa: F401
 import pytest
 
 import pytest_rlaudit.assertions
-import pytest_rlaudit.falsify  # noqa: F401
-import pytest_rlaudit.report  # noqa: F401
-import pytest_rlaudit.strategies  # noqa: F401
+import pytest_rlaudit.falsify
+import pytest_rlaudit.report
+import pytest_rlaudit.strategies
 from pytest_rlaudit import Schedule
 from pytest_rlaudit.assertions import check_robust
 
@@ -92,7 +92,7 @@ def test_the_smallest_failing_schedule_reaches_every_report(project, tmp_path, x
     shown = falsifying[falsifying.index("Schedule("):].rstrip(",) ")
     if shown.count("(") > shown.count(")"):
         shown += ")"
-    schedule = eval(shown, {"Schedule": Schedule})  # noqa: S307 - hypothesis prints our repr
+    schedule = eval(shown, {"Schedule": Schedule})  # hypothesis prints our repr
 
     # the terminal section names it in plain words, with the expression that rebuilds it
     words = schedule.describe()

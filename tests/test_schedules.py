@@ -48,7 +48,7 @@ def test_a_list_is_per_step_then_nominal_a_number_holds_and_dots_hold_the_last()
 ])
 def test_the_repr_collapses_runs_and_evaluates_back_to_the_same_schedule(schedule, text):
     assert repr(schedule) == text
-    assert eval(text) == schedule  # noqa: S307 - the repr is a valid expression by design
+    assert eval(text) == schedule  # the repr is a valid expression by design
 
 
 def test_equal_timelines_are_equal_and_hash_alike_however_written():
