@@ -57,6 +57,8 @@ class EpisodeBatch:
     ``capped``: whether the episode was cut at the step cap; ``seeds``: env reset seeds;
     ``traces[i]``: episode ``i``'s reward at every environment step, as the env gave it
     below the perturbations (diagnoses use it to find where returns part from nominal).
+    With ``run_episodes(..., record=True)``, ``observations[i]`` and ``actions[i]`` hold
+    what the agent saw and chose at each agent step (determinism and collapse checks).
     """
 
     scenario: str
@@ -66,6 +68,8 @@ class EpisodeBatch:
     env_steps: np.ndarray
     capped: np.ndarray
     traces: tuple[np.ndarray, ...] = ()
+    observations: tuple[Any, ...] = ()
+    actions: tuple[Any, ...] = ()
 
     @staticmethod
     def concat(parts: Sequence[EpisodeBatch]) -> EpisodeBatch:
@@ -73,7 +77,9 @@ class EpisodeBatch:
         arrays = [np.concatenate([getattr(p, f) for p in parts])
                   for f in ("seeds", "returns", "lengths", "env_steps", "capped")]
         return EpisodeBatch(parts[0].scenario, *arrays,
-                            traces=tuple(t for p in parts for t in p.traces))
+                            traces=tuple(t for p in parts for t in p.traces),
+                            observations=tuple(o for p in parts for o in p.observations),
+                            actions=tuple(a for p in parts for a in p.actions))
 
 
 class _StepCounter(gym.Wrapper):
@@ -95,9 +101,11 @@ class _StepCounter(gym.Wrapper):
 
 
 class _Slot:
-    __slots__ = ("counter", "env", "job", "obs", "ret", "state", "steps")
+    __slots__ = ("acts", "counter", "env", "job", "obs", "ret", "seen", "state", "steps")
 
     def __init__(self) -> None:
+        self.seen: list[Any] = []
+        self.acts: list[Any] = []
         self.job: tuple[int, int] | None = None
         self.env: gym.Env | None = None
         self.counter: _StepCounter | None = None
@@ -202,13 +210,15 @@ def run_episodes(
     seed: int = 0,
     batch_size: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
+    record: bool = False,
 ) -> dict[str, EpisodeBatch]:
     """Run ``episodes`` of every scenario with ``policy``, batched, and return them by name.
 
     ``episodes`` is a count (episode indices ``0 .. n-1``) or explicit episode indices;
     episode ``i`` resets with env seed ``seed + i``. ``batch_size`` (default
-    :data:`DEFAULT_BATCH_SIZE`) is the number of env slots. Exceptions from the agent or
-    the env are re-raised as :class:`RolloutError` naming scenario, episode and step.
+    :data:`DEFAULT_BATCH_SIZE`) is the number of env slots. ``record`` keeps every
+    observation the agent saw and action it chose. Exceptions from the agent or the env
+    are re-raised as :class:`RolloutError` naming scenario, episode and step.
     """
     indices = list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
     if not indices or min(indices) < 0:
@@ -232,6 +242,8 @@ def run_episodes(
     env_steps = np.zeros((len(scenarios), n_eps), dtype=np.int64)
     capped = np.zeros((len(scenarios), n_eps), dtype=bool)
     traces: list[list[np.ndarray]] = [[np.empty(0)] * n_eps for _ in scenarios]
+    seen: list[list[Any]] = [[()] * n_eps for _ in scenarios]
+    chosen: list[list[Any]] = [[()] * n_eps for _ in scenarios]
 
     queue: deque[tuple[int, int]] = deque(
         (s, e) for s in range(len(scenarios)) for e in range(n_eps)
@@ -290,6 +302,7 @@ def run_episodes(
             slot.env, slot.counter = make(s)
         slot.job = (s, e)
         slot.ret, slot.steps = 0.0, 0
+        slot.seen, slot.acts = [], []
         seed_perturbations(slot.env, episode_seed_sequence(seed, episode, names[s]))
         try:
             obs, _ = slot.env.reset(seed=seed + episode)
@@ -310,6 +323,8 @@ def run_episodes(
         env_steps[s, e] = len(slot.counter.rewards)
         capped[s, e] = was_capped
         traces[s][e] = np.asarray(slot.counter.rewards, dtype=np.float64)
+        if record:
+            seen[s][e], chosen[s][e] = _gather(slot.seen), _gather(slot.acts)
 
     try:
         active = [slot for slot in slots if start(slot)]
@@ -348,6 +363,9 @@ def run_episodes(
             for i, slot in enumerate(active):
                 if stateful:
                     slot.state = new_states[i]
+                if record:
+                    slot.seen.append(slot.obs)
+                    slot.acts.append(actions[i])
                 try:
                     obs, reward, terminated, truncated, _ = slot.env.step(actions[i])
                 except Exception as exc:
@@ -389,6 +407,16 @@ def run_episodes(
     seeds = np.asarray([seed + i for i in indices], dtype=np.int64)
     return {
         name: EpisodeBatch(name, seeds, returns[s], lengths[s], env_steps[s], capped[s],
-                           tuple(traces[s]))
+                           tuple(traces[s]), tuple(seen[s]), tuple(chosen[s]))
         for s, name in enumerate(names)
     }
+
+
+def _gather(items: list[Any]) -> Any:
+    """Per-step observations or actions as one array when they stack, else a tuple."""
+    if not items:
+        return np.empty(0)
+    try:
+        return _stack(items)
+    except (ValueError, TypeError):
+        return tuple(items)
