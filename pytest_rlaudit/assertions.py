@@ -129,6 +129,8 @@ class RobustnessCheck:
     seed: int = 0
     reference: float | str = 0
     gate: dict[str, Any] | None = None  # {min_ratio, min_rating, mode}; None: not gated
+    nominal: ScenarioResult | None = None  # the paired nominal episodes
+    reference_score: float = 0.0  # the reference as a number (``"random"`` resolved)
 
 
 def assert_robust(
@@ -281,9 +283,9 @@ def check_robust(
                    for name in ("nominal", chosen.name)}
         intervals, stopped = {chosen.name: outcome.ci}, outcome.stopped
         level = outcome.look_confidence  # the level the stopping rule used at each look
-    _, results = summarise(batches["nominal"], {chosen: batches[chosen.name]}, reference=ref,
-                           confidence=confidence, seed=seed, thresholds=thresholds,
-                           intervals=intervals)
+    nominal_result, results = summarise(
+        batches["nominal"], {chosen: batches[chosen.name]}, reference=ref, confidence=confidence,
+        seed=seed, thresholds=thresholds, intervals=intervals)
     result = results[chosen.name]
     checked = [(verdict(result.ratio, result.ci, t, mode, strict=strict), band)
                for t, strict, band in gates]
@@ -304,7 +306,8 @@ def check_robust(
                             agent=getattr(policy, "name", type(policy).__name__),
                             env=spec.name, seed=int(seed), reference=reference,
                             gate={"min_ratio": min_ratio, "min_rating": min_rating,
-                                  "mode": mode} if gates else None)
+                                  "mode": mode} if gates else None,
+                            nominal=nominal_result, reference_score=float(ref))
     notify(check)
     return check
 

@@ -12,6 +12,7 @@ __all__ = [
     "UnknownEnvError",
     "UnknownScenarioError",
     "PerturbationError",
+    "BaselineError",
     "PolicyError",
     "ReferenceScoreError",
     "RolloutError",
@@ -41,6 +42,10 @@ class PolicyError(RLAuditError, TypeError):
 
 class ReferenceScoreError(RLAuditError, ValueError):
     """The nominal return does not exceed the reference score, so no ratio is meaningful."""
+
+
+class BaselineError(RLAuditError, ValueError):
+    """A baseline file is missing, corrupt, of a newer schema, or cannot be paired."""
 
 
 class RolloutError(RLAuditError, RuntimeError):

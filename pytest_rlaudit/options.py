@@ -95,6 +95,16 @@ def _text(text: str) -> str:
     return str(text)
 
 
+def _tolerances(text: str) -> tuple[Any, ...]:
+    from .tolerances import parse_tolerance  # light: no numpy
+
+    parts = [p for p in str(text).replace(",", " ").split() if p]
+    try:
+        return tuple(parse_tolerance(p) for p in parts)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _flag(text: str) -> bool:
     value = str(text).strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -111,6 +121,7 @@ class Option:
     default: Any
     help: str
     metavar: str | None = None
+    repeat: bool = False  # repeatable on the command line; values add up
 
     @property
     def dest(self) -> str:
@@ -148,6 +159,14 @@ OPTIONS: tuple[Option, ...] = (
            "a chart (PNG and SVG) to DIR.", "DIR"),
     Option("--rl-batch-size", _batch_size, None, "env slots stepped together per policy call "
            "(default 128).", "N"),
+    Option("--rl-save", _text, None, "save this run's audit results (per-episode returns with "
+           "their seeds, ratios, intervals, ratings; agent, env, options, machine) to PATH, a "
+           "baseline for --rl-compare.", "PATH"),
+    Option("--rl-compare", _text, None, "compare this run with the baseline at PATH, paired "
+           "episode by episode on the same seeds; reports regressions and improvements.", "PATH"),
+    Option("--rl-compare-fail", _tolerances, (), "fail the run when a mean return or a ratio "
+           "drops significantly and beyond EXPR (return:5%%, return:10, ratio:0.05, ratio:5%%); "
+           "repeatable.", "EXPR", repeat=True),
 )
 _BY_DEST = {o.dest: o for o in OPTIONS}
 
@@ -162,7 +181,8 @@ def add_options(parser: pytest.Parser) -> None:
                           help=f"as {option.flag}.")
         else:
             group.addoption(option.flag, type=option.parse, default=None, dest=option.dest,
-                            metavar=option.metavar, help=option.help)
+                            metavar=option.metavar, help=option.help,
+                            action="append" if option.repeat else "store")
             parser.addini(option.dest, type="string", default=None, help=f"as {option.flag}.")
 
 
@@ -171,7 +191,7 @@ def option_value(config: pytest.Config, dest: str) -> Any:
     option = _BY_DEST[dest]
     value = config.getoption(dest)
     if value is not None:
-        return value
+        return tuple(v for part in value for v in part) if option.repeat else value
     try:
         raw = config.getini(dest)
     except ValueError as exc:  # a bool ini key with a value pytest cannot read

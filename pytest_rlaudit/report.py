@@ -117,6 +117,8 @@ def markdown(doc: dict[str, Any]) -> str:
         parts = [f"{cat} {_BADGE[agg[cat]['rating']]} (min ratio {agg[cat]['score']:.3f}, "
                  f"{agg[cat]['scenario']})" for cat in ("deployment", "stress") if agg[cat]]
         lines.append(f"- **{agg['agent']}** on {agg['env']}: {'; '.join(parts) or 'no suites'}")
+    if doc.get("comparison"):
+        lines += ["", *_comparison_markdown(doc["comparison"])]
     diagnosed = [r for r in results if r.get("diagnosis")]
     if diagnosed:
         lines += ["", "<details><summary>Diagnoses</summary>", ""]
@@ -127,6 +129,36 @@ def markdown(doc: dict[str, Any]) -> str:
                          f"Likely cause: {d['cause']}. Fix: {d['fix']}.")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+_STATUS = {"regressed": "❌ regressed", "worse": "🟠 worse", "improved": "✅ improved",
+           "same": "same"}
+
+
+def _comparison_markdown(comparison: dict[str, Any]) -> list[str]:
+    """The comparison with a baseline: the decision, then every row that changed."""
+    decision = comparison["decision"]
+    badge = "✅ **ship**" if decision == "ship" else "❌ **hold**"
+    tolerances = ", ".join(comparison["tolerances"]) or "none (report only)"
+    lines = [f"### Compared with the baseline: {badge}", "",
+             f"Baseline `{comparison.get('baseline', '?')}`; fail tolerances: {tolerances}.", ""]
+    changed = [c for c in comparison["changes"] if c["status"] != "same"]
+    if changed:
+        lines += ["| test | scenario | metric | baseline | now | change | status |",
+                  "|---|---|---|---:|---:|---:|---|"]
+        for c in changed:
+            fmt = "{:.1f}" if c["metric"] == "return" else "{:.3f}"
+            lines.append(f"| {c['key']} | {c['scenario']} | {c['metric']} | "
+                         f"{fmt.format(c['baseline'])} | {fmt.format(c['current'])} | "
+                         f"{c['delta']:+.3g} | {_STATUS[c['status']]} |")
+    lines.append(f"{len(comparison['changes']) - len(changed)} of {len(comparison['changes'])} "
+                 "comparisons show no significant change.")
+    lines += [f"- cannot compare: {m}" for m in comparison["mismatches"]]
+    if comparison["new"]:
+        lines.append(f"- new (not in the baseline): {', '.join(comparison['new'])}")
+    if comparison["missing"]:
+        lines.append(f"- in the baseline, not in this run: {', '.join(comparison['missing'])}")
+    return lines
 
 
 def _chart(doc: dict[str, Any], directory: Path) -> list[Path]:

@@ -58,9 +58,62 @@ class AuditSession:
         self._envs: dict[Any, tuple[Any, Any]] = {}
         self.order: dict[str, int] = {}  # collection order: rows follow it, on any worker
         self.lost: list[dict[str, str]] = []  # audits lost with a crashed xdist worker
+        self.settings.update({dest: option_value(config, dest) for dest in (
+            "rl_save", "rl_compare", "rl_compare_fail")})
+        self.expected: list[str] = []  # audit items that should each leave a record
+        self.baseline: dict[str, Any] | None = None  # --rl-compare's document
+        self.comparison: Any = None
+        self.saved: str | None = None  # what --rl-save did, for the terminal
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Check --rl-save's target and load --rl-compare's baseline before anything runs."""
+        if _is_worker(self.config):
+            return
+        save, compare = self.settings["rl_save"], self.settings["rl_compare"]
+        if self.settings["rl_compare_fail"] and not compare:
+            raise pytest.UsageError("--rl-compare-fail needs --rl-compare PATH (the baseline to "
+                                    "compare with)")
+        if not (save or compare):
+            return
+        from .baselines import check_writable, load_baseline
+        from .errors import BaselineError
+
+        try:
+            if save:
+                check_writable(save)
+            if compare:
+                self.baseline = load_baseline(compare)
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        options = (self.baseline or {}).get("options") or {}
+        for dest in ("rl_seed", "rl_episodes", "rl_env"):
+            theirs, ours = options.get(dest), self.settings[dest]
+            if theirs is not None and ours is not None and theirs != ours:
+                flag = "--" + dest.replace("_", "-")
+                raise pytest.UsageError(
+                    f"--rl-compare {compare}: the baseline was made with {flag} {theirs}, this "
+                    f"run uses {ours}; a paired comparison needs the same seeds, episodes and "
+                    f"env: add {flag} {theirs} (or save a new baseline)")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.order = {item.nodeid: i for i, item in enumerate(session.items)}
+        if self.enabled:
+            self.expected = [item.nodeid for item in session.items if is_rl_item(item)]
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        """After the tests (all results are in, under xdist too), compare with the baseline;
+        a regression or an unpairable result fails the run the pytest way."""
+        yield
+        if self.baseline is None or _is_worker(self.config):
+            return
+        from .comparison import compare_records
+
+        records = sorted(self.records, key=lambda r: (r.get("order", 0), r["nodeid"]))
+        self.comparison = compare_records(self.baseline["results"], records,
+                                          self.settings["rl_compare_fail"])
+        if self.comparison.regressions or self.comparison.mismatches:
+            session.testsfailed += 1
 
     # ------------------------------------------------------------------ collection
 
@@ -249,7 +302,42 @@ class AuditSession:
         return None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not (self.records or self.lost) or _is_worker(self.config):
+        if _is_worker(self.config):
+            return
+        self._audit_section(terminalreporter)
+        if self.comparison is not None:
+            self._comparison_section(terminalreporter)
+        if self.saved:
+            terminalreporter.write_sep("-", f"rl audit baseline: {self.saved}",
+                                       yellow="PARTIAL" in self.saved or "nothing" in self.saved)
+
+    def _comparison_section(self, tr: Any) -> None:
+        c, base = self.comparison, self.baseline
+        tr.section("rl audit comparison", sep="=", bold=True)
+        partial = "" if base.get("complete", True) else " (a PARTIAL run)"
+        tr.write_line(f"baseline {self.settings['rl_compare']}: pytest-rlaudit "
+                      f"{base.get('version', '?')}, {base.get('created', '?')}{partial}")
+        colours = {"regressed": {"red": True, "bold": True}, "worse": {"yellow": True},
+                   "improved": {"green": True}}
+        for change in c.changes:
+            if change.status != "same":
+                tr.write_line(f"{change.status.upper():9}  {change.key}  {change.describe()}",
+                              **colours[change.status])
+        same = sum(ch.status == "same" for ch in c.changes)
+        if same:
+            tr.write_line(f"{same} of {len(c.changes)} comparisons show no significant change")
+        for problem in c.mismatches:
+            tr.write_line(f"CANNOT COMPARE  {problem}", red=True, bold=True)
+        if c.new:
+            tr.write_line(f"new (not in the baseline): {', '.join(c.new)}")
+        if c.missing:
+            tr.write_line(f"in the baseline, not in this run: {', '.join(c.missing)}")
+        decision, _, why = c.summary().partition(": ")
+        tr.write_line(f"{decision.upper()}: {why}",
+                      **({"green": True} if c.decision == "ship" else {"red": True, "bold": True}))
+
+    def _audit_section(self, terminalreporter: Any) -> None:
+        if not (self.records or self.lost):
             return
         from .report import aggregates, table_rows
 
@@ -292,8 +380,12 @@ class AuditSession:
                 "-", f"rl audit report: {', '.join(str(p) for p in self.report_paths)}")
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not (self.records or self.lost) or _is_worker(self.config):
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if _is_worker(self.config):
+            return
+        if self.settings["rl_save"]:
+            self._save(session, exitstatus)
+        if not (self.records or self.lost):
             return
         from . import __version__
         from .report import aggregates, summary, write_report
@@ -306,11 +398,44 @@ class AuditSession:
                 for category in ("deployment", "stress"):
                     if agg[category]:
                         xml.add_global_property(f"rl.{category}{suffix}", agg[category]["rating"])
+            if self.comparison is not None:
+                xml.add_global_property("rl.compare", self.comparison.decision)
         if self.settings["rl_report"]:
-            doc = summary(self.records, version=__version__,
-                          extra={"seed": self.settings["rl_seed"], "lost": self.lost})
+            extra: dict[str, Any] = {"seed": self.settings["rl_seed"], "lost": self.lost}
+            if self.comparison is not None:
+                extra["comparison"] = {"baseline": str(self.settings["rl_compare"]),
+                                       **self.comparison.to_dict()}
+            doc = summary(self.records, version=__version__, extra=extra)
             self.report_paths = write_report(doc, self.settings["rl_report"])
 
+    def _save(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write --rl-save's baseline; a partial run is saved marked and said to be partial."""
+        from . import __version__
+        from .baselines import baseline_document, write_baseline
+
+        path = self.settings["rl_save"]
+        if not self.records:
+            self.saved = (f"nothing saved to {path}: no audit ran"
+                          + ("" if self.enabled else " (pass --rl-audit)"))
+            return
+        recorded = {r["nodeid"] for r in self.records}
+        missing = [n for n in self.expected if n not in recorded]
+        missing += [lost["nodeid"] for lost in self.lost if lost["nodeid"] not in missing]
+        stopped = session.shouldstop or session.shouldfail
+        incomplete = (f"the run stopped early ({stopped})" if stopped
+                      else "the run was interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED
+                      else None)
+        options = {k: (list(map(str, v)) if isinstance(v, tuple) else v)
+                   for k, v in self.settings.items()}
+        doc = baseline_document(self.records, version=__version__, options=options,
+                                missing=missing, incomplete=incomplete)
+        write_baseline(doc, path)
+        if doc["complete"]:
+            self.saved = f"saved {len(self.records)} results to {path}"
+        else:
+            why = incomplete or f"{len(missing)} audit(s) have no result: {', '.join(missing[:3])}"
+            self.saved = (f"PARTIAL run saved to {path} (marked complete: false): {why}; "
+                          "a comparison against it skips what it lacks")
 
 class XdistHooks:
     """Hooks of pytest-xdist's controller, registered only when xdist is loaded.
@@ -365,7 +490,12 @@ def _record(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, A
             "timeline": schedule.to_dict()},
         "episodes": r.episodes,
         "seed": int(check.seed),
+        "seeds": [int(x) for x in r.seeds],
+        "returns": [float(x) for x in r.returns],
+        "nominal_returns": ([] if check.nominal is None
+                            else [float(x) for x in check.nominal.returns]),
         "reference": check.reference,
+        "reference_score": float(check.reference_score),
         "mean_return": r.mean_return,
         "ratio": float(r.ratio),
         "ci_low": float(r.ci[0]),

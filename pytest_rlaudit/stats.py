@@ -32,6 +32,7 @@ from .errors import ReferenceScoreError
 __all__ = [
     "RATINGS",
     "check_threshold",
+    "ratio_change_ci",
     "MODES",
     "Thresholds",
     "DEFAULT_THRESHOLDS",
@@ -237,6 +238,60 @@ def paired_ratio_ci(
                 (n, p), statistic, paired=True, vectorized=True, method=method,
                 confidence_level=expanded, n_resamples=n_resamples, rng=rng,
             )
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if np.isfinite(low) and np.isfinite(high):
+            return (min(low, point), max(high, point))
+    return (point, point)
+
+
+def ratio_change_ci(
+    base_nominal: Sequence[float] | np.ndarray,
+    base_perturbed: Sequence[float] | np.ndarray,
+    nominal: Sequence[float] | np.ndarray,
+    perturbed: Sequence[float] | np.ndarray,
+    *,
+    base_reference: float = 0.0,
+    reference: float = 0.0,
+    confidence: float = 0.90,
+    seed: int = 0,
+    n_resamples: int = 9999,
+) -> tuple[float, float]:
+    """Paired bootstrap interval of ``ratio(nominal, perturbed) - ratio(base_nominal,
+    base_perturbed)``: two runs (a baseline and a candidate) on the same episode seeds,
+    resampled by episode index jointly, so the pairing of all four arrays is kept.
+
+    BCa, falling back to the percentile interval where BCa is undefined; identical runs
+    give ``(0.0, 0.0)``. A one-sided test at level a uses ``confidence = 1 - 2a``.
+
+    >>> ratio_change_ci([500.0, 480.0], [200.0, 100.0], [500.0, 480.0], [200.0, 100.0])
+    (0.0, 0.0)
+    """
+    arrays = [check_returns(name, v) for name, v in (
+        ("base_nominal", base_nominal), ("base_perturbed", base_perturbed),
+        ("nominal", nominal), ("perturbed", perturbed))]
+    if len({len(a) for a in arrays}) != 1 or len(arrays[0]) < 2:
+        raise ValueError("ratio_change_ci needs four paired arrays of the same length >= 2 "
+                         f"(got lengths {[len(a) for a in arrays]})")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    bn, bp, cn, cp = arrays
+    point = ratio(cn, cp, reference) - ratio(bn, bp, base_reference)
+    if all(np.array_equal(x, y) for x, y in ((bn, cn), (bp, cp))) and base_reference == reference:
+        return (point, point)
+
+    def statistic(bn: np.ndarray, bp: np.ndarray, cn: np.ndarray, cp: np.ndarray,
+                  axis: int = -1) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return ((cp.mean(axis=axis) - reference) / (cn.mean(axis=axis) - reference)
+                    - (bp.mean(axis=axis) - base_reference) / (bn.mean(axis=axis) - base_reference))
+
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xC0DE]))
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = _scipy_stats.bootstrap(
+                (bn, bp, cn, cp), statistic, paired=True, vectorized=True, method=method,
+                confidence_level=confidence, n_resamples=n_resamples, rng=rng)
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if np.isfinite(low) and np.isfinite(high):
             return (min(low, point), max(high, point))

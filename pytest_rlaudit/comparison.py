@@ -1,0 +1,265 @@
+"""Paired comparisons of two runs on the same seeds: regressions, improvements, ship or hold.
+
+Two runs of the same audit on the same episode seeds (a saved baseline and this run, or
+a baseline agent and a candidate) are compared episode by episode, per scenario and for
+nominal. A *regression* is a drop that is both statistically significant and larger
+than a tolerance:
+
+* mean return: a one-sided paired sign-flip test of "the candidate does not lower the
+  mean return" (:func:`~pytest_rlaudit.stats.degradation_p_value`), Holm-adjusted across
+  the comparison's rows; the drop is measured against ``return:5%`` (relative to the
+  baseline's mean) or ``return:10`` (in return units);
+* return ratio: a paired bootstrap interval of the change
+  (:func:`~pytest_rlaudit.stats.ratio_change_ci`) at Bonferroni-adjusted level; a drop
+  is significant when the whole interval is below 0; tolerance ``ratio:0.05`` (absolute)
+  or ``ratio:5%`` (relative).
+
+A significant drop within the tolerance is reported as ``worse``, a significant rise as
+``improved``, the rest as ``same``. Any regression means *hold*; otherwise *ship*.
+
+>>> import numpy as np
+>>> base, cand = np.full(10, 500.0), np.full(10, 500.0)
+>>> rows = compare_scenario("t::x", "nominal", base, cand, tolerances=[parse_tolerance("return:5%")])
+>>> rows[0].status
+'same'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .stats import degradation_p_value, holm, ratio, ratio_change_ci
+from .tolerances import Metric, Tolerance, parse_tolerance
+
+__all__ = ["Tolerance", "parse_tolerance", "Change", "Comparison", "compare_scenario",
+           "compare_records"]
+
+@dataclass(frozen=True)
+class Change:
+    """One compared quantity: a scenario's mean return, or its return ratio."""
+
+    key: str  # what was compared: a test node id, or "nominal (agent on env)"
+    scenario: str
+    metric: Metric
+    baseline: float
+    current: float
+    status: str = "same"  # "regressed" | "worse" | "improved" | "same"
+    p_value: float | None = None  # returns: one-sided p of the change's direction
+    ci: tuple[float, float] | None = None  # ratios: interval of current - baseline
+    exceeded: tuple[str, ...] = ()  # tolerances a regression is beyond
+    episodes: int = 0
+
+    @property
+    def delta(self) -> float:
+        return self.current - self.baseline
+
+    def describe(self) -> str:
+        """``spike: mean return 103.8 -> 80.2 (-22.7%, p = 0.003)``."""
+        if self.metric == "return":
+            rel = f", {self.delta / abs(self.baseline):+.1%}" if self.baseline else ""
+            p = "" if self.p_value is None else f", p = {self.p_value:.3g}"
+            what = f"mean return {self.baseline:.1f} -> {self.current:.1f} ({self.delta:+.1f}{rel}{p})"
+        else:
+            ci = "" if self.ci is None else f", CI {self.ci[0]:+.3f} to {self.ci[1]:+.3f}"
+            what = f"ratio {self.baseline:.3f} -> {self.current:.3f} ({self.delta:+.3f}{ci})"
+        beyond = f" beyond {', '.join(self.exceeded)}" if self.exceeded else ""
+        return f"{self.scenario}: {what}{beyond}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "scenario": self.scenario, "metric": self.metric,
+                "baseline": self.baseline, "current": self.current, "delta": self.delta,
+                "status": self.status, "p_value": self.p_value,
+                "ci": None if self.ci is None else list(self.ci),
+                "exceeded": list(self.exceeded), "episodes": self.episodes}
+
+
+@dataclass
+class Comparison:
+    """Every compared row, and what could not be compared."""
+
+    changes: list[Change] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)  # pairs that cannot be compared
+    new: list[str] = field(default_factory=list)  # in this run, not in the baseline
+    missing: list[str] = field(default_factory=list)  # in the baseline, not in this run
+    tolerances: tuple[Tolerance, ...] = ()
+    alpha: float = 0.05
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.status == "regressed"]
+
+    @property
+    def improvements(self) -> list[Change]:
+        return [c for c in self.changes if c.status == "improved"]
+
+    @property
+    def decision(self) -> str:
+        """``"hold"`` when anything regressed or could not be compared, else ``"ship"``."""
+        return "hold" if self.regressions or self.mismatches else "ship"
+
+    def summary(self) -> str:
+        """One line: the decision and why (the rows say by how much)."""
+        tolerances = ", ".join(map(str, self.tolerances)) or "no tolerance (report only)"
+        if self.decision == "ship":
+            better = f"; {len(self.improvements)} improved" if self.improvements else ""
+            return (f"ship: no significant regression beyond {tolerances} in "
+                    f"{len(self.changes)} comparisons{better}")
+        reasons = []
+        if self.regressions:
+            where = list(dict.fromkeys(f"{c.key} ({c.metric})" for c in self.regressions))
+            reasons.append(f"{len(self.regressions)} significant regression(s) beyond "
+                           f"{tolerances}: {', '.join(where)}")
+        if self.mismatches:
+            reasons.append(f"{len(self.mismatches)} result(s) cannot be paired with the baseline")
+        return "hold: " + "; ".join(reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decision": self.decision, "alpha": self.alpha,
+                "tolerances": [str(t) for t in self.tolerances],
+                "changes": [c.to_dict() for c in self.changes], "mismatches": self.mismatches,
+                "new": self.new, "missing": self.missing}
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A quantity to compare, before the comparison's multiplicity is known."""
+
+    key: str
+    scenario: str
+    metric: Metric
+    baseline: float
+    current: float
+    episodes: int
+    p_value: float | None = None  # returns
+    ratio_inputs: tuple[Any, ...] | None = None  # ratios: what ratio_change_ci needs
+
+
+def _rows(key: str, scenario: str, base_returns: Any, returns: Any, *, base_nominal: Any = None,
+          nominal: Any = None, base_reference: float = 0.0, reference: float = 0.0,
+          seed: int = 0) -> list[_Row]:
+    base, cur = np.asarray(base_returns, float), np.asarray(returns, float)
+    if cur.mean() == base.mean():
+        p = 1.0
+    else:  # one-sided, in the direction of the change
+        p = (degradation_p_value(base, cur, seed=seed) if cur.mean() < base.mean()
+             else degradation_p_value(cur, base, seed=seed))
+    rows = [_Row(key, scenario, "return", float(base.mean()), float(cur.mean()), len(cur), p)]
+    if base_nominal is not None and nominal is not None:
+        bn, cn = np.asarray(base_nominal, float), np.asarray(nominal, float)
+        rows.append(_Row(key, scenario, "ratio", ratio(bn, base, base_reference),
+                         ratio(cn, cur, reference), len(cur),
+                         ratio_inputs=(bn, base, cn, cur, base_reference, reference, seed)))
+    return rows
+
+
+def compare_scenario(
+    key: str,
+    scenario: str,
+    base_returns: Sequence[float] | np.ndarray,
+    returns: Sequence[float] | np.ndarray,
+    *,
+    base_nominal: Sequence[float] | np.ndarray | None = None,
+    nominal: Sequence[float] | np.ndarray | None = None,
+    base_reference: float = 0.0,
+    reference: float = 0.0,
+    tolerances: Iterable[Tolerance] = (),
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> list[Change]:
+    """The judged mean-return row (and, given both nominal returns, ratio row) of one
+    scenario: ``returns[i]`` and ``base_returns[i]`` come from the same episode seed."""
+    return _judge(_rows(key, scenario, base_returns, returns, base_nominal=base_nominal,
+                        nominal=nominal, base_reference=base_reference, reference=reference,
+                        seed=seed), tuple(tolerances), alpha)
+
+
+def _judge(rows: list[_Row], tolerances: tuple[Tolerance, ...], alpha: float) -> list[Change]:
+    """Holm-adjusted p-values for returns, Bonferroni-level intervals for ratios, then
+    regressed / worse / improved / same against the tolerances."""
+    adjusted = holm({str(i): r.p_value for i, r in enumerate(rows) if r.p_value is not None})
+    n_ratio = max(1, sum(r.metric == "ratio" for r in rows))
+    out = []
+    for i, r in enumerate(rows):
+        p, ci = None, None
+        if r.metric == "return":
+            p = adjusted[str(i)]
+            down = r.current < r.baseline and p < alpha
+            up = r.current > r.baseline and p < alpha
+        else:
+            bn, bp, cn, cp, bref, ref, seed = r.ratio_inputs
+            ci = ratio_change_ci(bn, bp, cn, cp, base_reference=bref, reference=ref,
+                                 confidence=1.0 - 2.0 * alpha / n_ratio, seed=seed)
+            down, up = ci[1] < 0, ci[0] > 0
+        beyond = tuple(str(t) for t in tolerances
+                       if t.metric == r.metric and t.exceeded(r.baseline, r.current))
+        status = ("regressed" if down and beyond else "worse" if down
+                  else "improved" if up else "same")
+        out.append(Change(r.key, r.scenario, r.metric, r.baseline, r.current, status, p, ci,
+                          beyond if down else (), r.episodes))
+    return out
+
+
+def compare_records(
+    baseline: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]],
+    tolerances: Iterable[Tolerance] = (),
+    *,
+    alpha: float = 0.05,
+) -> Comparison:
+    """Compare this run's audit records with a baseline's, matched by test node id.
+
+    Each record needs ``returns``, ``seeds``, ``nominal_returns`` and ``reference_score``
+    (the pytest plugin's records have them). Nominal is compared once per (agent, env,
+    seeds). A pair made on other seeds or another env cannot be paired: a mismatch.
+    Multiplicity spans the whole comparison.
+    """
+    tolerances = tuple(tolerances)
+    by_id = {r["nodeid"]: r for r in baseline}
+    rows: list[_Row] = []
+    nominal_done: set[tuple[Any, ...]] = set()
+    out = Comparison(tolerances=tolerances, alpha=alpha)
+    for rec in records:
+        base = by_id.get(rec["nodeid"])
+        if base is None:
+            out.new.append(rec["nodeid"])
+            continue
+        problem = _pairing_problem(base, rec)
+        if problem:
+            out.mismatches.append(f"{rec['nodeid']}: {problem}")
+            continue
+        group = (rec["agent"], rec["env"], tuple(rec["seeds"]))
+        if group not in nominal_done:
+            nominal_done.add(group)
+            rows += _rows(f"nominal ({rec['agent']} on {rec['env']})", "nominal",
+                          base["nominal_returns"], rec["nominal_returns"])
+        rows += _rows(rec["nodeid"], rec["scenario"], base["returns"], rec["returns"],
+                      base_nominal=base["nominal_returns"], nominal=rec["nominal_returns"],
+                      base_reference=base.get("reference_score", 0.0),
+                      reference=rec.get("reference_score", 0.0), seed=int(rec.get("seed", 0)))
+    current = {rec["nodeid"] for rec in records}
+    out.missing = [nodeid for nodeid in by_id if nodeid not in current]
+    out.changes = _judge(rows, tolerances, alpha)
+    return out
+
+
+def _pairing_problem(base: dict[str, Any], rec: dict[str, Any]) -> str | None:
+    if base["env"] != rec["env"]:
+        return (f"the baseline ran on {base['env']}, this run on {rec['env']}; runs on "
+                "different envs cannot be paired")
+    if list(base["seeds"]) != list(rec["seeds"]):
+        return (f"the baseline used {_seeds(base['seeds'])}, this run {_seeds(rec['seeds'])}; "
+                "paired comparison needs the same episode seeds: run with the baseline's "
+                "--rl-seed and --rl-episodes (or rl_episodes marker), or save a new baseline")
+    if base.get("scenario") != rec.get("scenario") or base.get("params") != rec.get("params"):
+        return (f"the baseline audited scenario {base.get('scenario')!r} "
+                f"{base.get('params') or ''}, this run {rec.get('scenario')!r} "
+                f"{rec.get('params') or ''}")
+    return None
+
+
+def _seeds(seeds: Sequence[int]) -> str:
+    return f"{len(seeds)} episodes with env seeds {seeds[0]}-{seeds[-1]}" if seeds else "no episodes"
