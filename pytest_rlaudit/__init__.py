@@ -27,6 +27,9 @@ _EXPORTS = {
     "Schedule": "schedules",
     "find_breaking_schedule": "falsify",
     "assert_robust": "assertions",
+    "assert_no_regression": "regression",
+    "assert_deterministic": "determinism",
+    "assert_no_policy_collapse": "collapse",
     "RobustnessError": "assertions",
     "Diagnosis": "diagnosis",
     "as_policy": "policies",
@@ -37,13 +40,17 @@ _EXPORTS = {
     "UnknownScenarioError": "errors",
 }
 _SUBMODULES = ("scenarios", "schedules", "strategies", "falsify", "perturbations", "policies",
-               "envs", "rollout", "auditing", "stats", "diagnosis", "assertions", "errors")
+               "envs", "rollout", "auditing", "stats", "diagnosis", "assertions", "errors",
+               "comparison", "baselines", "tolerances", "regression", "determinism", "collapse")
 
 __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import scenarios
     from .assertions import RobustnessError, assert_robust
+    from .collapse import assert_no_policy_collapse
+    from .determinism import assert_deterministic
+    from .regression import assert_no_regression
     from .auditing import AuditResult, ScenarioResult, audit
     from .diagnosis import Diagnosis
     from .errors import RLAuditError, RolloutError, UnknownEnvError, UnknownScenarioError

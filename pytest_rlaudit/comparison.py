@@ -36,7 +36,7 @@ from .stats import degradation_p_value, holm, ratio, ratio_change_ci
 from .tolerances import Metric, Tolerance, parse_tolerance
 
 __all__ = ["Tolerance", "parse_tolerance", "Change", "Comparison", "compare_scenario",
-           "compare_records"]
+           "compare_records", "compare_audits"]
 
 @dataclass(frozen=True)
 class Change:
@@ -116,6 +116,16 @@ class Comparison:
         if self.mismatches:
             reasons.append(f"{len(self.mismatches)} result(s) cannot be paired with the baseline")
         return "hold: " + "; ".join(reasons)
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        lines += [f"  {c.status.upper():9} {'' if c.key == c.scenario else c.key + ': '}"
+                  f"{c.describe()}" for c in self.changes if c.status != "same"]
+        same = sum(c.status == "same" for c in self.changes)
+        if same:
+            lines.append(f"  {same} of {len(self.changes)} comparisons show no significant change")
+        lines += [f"  CANNOT COMPARE {m}" for m in self.mismatches]
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {"decision": self.decision, "alpha": self.alpha,
@@ -263,3 +273,26 @@ def _pairing_problem(base: dict[str, Any], rec: dict[str, Any]) -> str | None:
 
 def _seeds(seeds: Sequence[int]) -> str:
     return f"{len(seeds)} episodes with env seeds {seeds[0]}-{seeds[-1]}" if seeds else "no episodes"
+
+
+def compare_audits(baseline: Any, candidate: Any, tolerances: Iterable[Tolerance] = (), *,
+                   alpha: float = 0.05) -> Comparison:
+    """Compare two :class:`~pytest_rlaudit.auditing.AuditResult` run on the same seeds:
+    nominal's mean return, then each scenario's mean return and ratio."""
+    if list(baseline.nominal.seeds) != list(candidate.nominal.seeds) or baseline.env != candidate.env:
+        raise ValueError("the two audits must run on the same env and episode seeds "
+                         f"({baseline.env} seeds {list(baseline.nominal.seeds)[:3]}... vs "
+                         f"{candidate.env} seeds {list(candidate.nominal.seeds)[:3]}...)")
+    rows = _rows("nominal", "nominal", baseline.nominal.returns, candidate.nominal.returns,
+                 seed=candidate.seed)
+    for name, result in candidate.scenarios.items():
+        if name not in baseline.scenarios:
+            continue
+        rows += _rows(name, name, baseline[name].returns, result.returns,
+                      base_nominal=baseline.nominal.returns, nominal=candidate.nominal.returns,
+                      base_reference=baseline.reference, reference=candidate.reference,
+                      seed=candidate.seed)
+    tolerances = tuple(tolerances)
+    return Comparison(_judge(rows, tolerances, alpha), tolerances=tolerances, alpha=alpha,
+                      new=[n for n in candidate.scenarios if n not in baseline.scenarios],
+                      missing=[n for n in baseline.scenarios if n not in candidate.scenarios])

@@ -1,0 +1,69 @@
+"""``assert_no_regression``: a candidate agent against a baseline agent, ship or hold.
+
+>>> import numpy as np
+>>> def controller(obs):
+...     return (obs @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
+>>> assert_no_regression(controller, controller, "CartPole-v1", scenarios=["delay"],
+...                      episodes=5).decision
+'ship'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .assertions import RobustnessError
+from .auditing import audit
+from .comparison import Comparison, compare_audits
+from .envs import EnvLike
+from .rollout import DEFAULT_MAX_STEPS
+from .scenarios import ScenarioLike
+from .tolerances import Tolerance
+
+__all__ = ["assert_no_regression"]
+
+
+def assert_no_regression(
+    candidate: Any,
+    baseline: Any,
+    env: EnvLike,
+    *,
+    scenarios: ScenarioLike | Iterable[ScenarioLike] | None = None,
+    episodes: int = 30,
+    seed: int = 0,
+    margin: float = 0.05,
+    alpha: float = 0.05,
+    reference: float | str = 0,
+    batch_size: int | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+) -> Comparison:
+    """Audit ``candidate`` and ``baseline`` on the same seeds and say *ship* or *hold*.
+
+    Per scenario (nominal included) the mean returns are compared episode by episode,
+    and per perturbation scenario the return ratios. *Hold* when any of them drops
+    significantly (one-sided paired tests at ``alpha``, corrected for the number of
+    comparisons; see :mod:`pytest_rlaudit.comparison`) and by more than ``margin``:
+    a fraction of the baseline's mean return, or an absolute drop of the ratio. Returns
+    the :class:`~pytest_rlaudit.comparison.Comparison` (``.decision == "ship"``, with the
+    improvements) or raises :class:`RobustnessError` whose message says "hold" and why.
+    """
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1:
+        raise ValueError(f"margin must be a number in [0, 1), got {margin!r}")
+    kwargs = dict(scenarios=scenarios, episodes=episodes, seed=seed, batch_size=batch_size,
+                  reference=reference, max_steps=max_steps)
+    base = audit(baseline, env, **kwargs)
+    cand = audit(candidate, env, **kwargs)
+    comparison = compare_audits(base, cand, (Tolerance("return", float(margin), True),
+                                             Tolerance("ratio", float(margin), False)),
+                                alpha=alpha)
+    if comparison.decision == "hold":
+        seeds = cand.nominal.seeds
+        error = RobustnessError(
+            f"{comparison}\n  candidate {cand.agent} against baseline {base.agent} on {cand.env}: "
+            f"{cand.episodes} paired episodes (env seeds {seeds[0]}-{seeds[-1]}), margin "
+            f"{margin:g}\n  reproduce: assert_no_regression(candidate, baseline, {cand.env!r}, "
+            f"episodes={episodes}, seed={seed}, margin={margin:g})")
+        error.comparison = comparison  # type: ignore[attr-defined]
+        raise error
+    return comparison
