@@ -48,14 +48,14 @@ __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
 if TYPE_CHECKING:  # pragma: no cover
     from . import scenarios
     from .assertions import RobustnessError, assert_robust
+    from .auditing import AuditResult, ScenarioResult, audit
     from .collapse import assert_no_policy_collapse
     from .determinism import assert_deterministic
-    from .regression import assert_no_regression
-    from .auditing import AuditResult, ScenarioResult, audit
     from .diagnosis import Diagnosis
     from .errors import RLAuditError, RolloutError, UnknownEnvError, UnknownScenarioError
     from .falsify import find_breaking_schedule
     from .policies import Policy, as_policy
+    from .regression import assert_no_regression
     from .scenarios import Scenario
     from .schedules import Schedule
 

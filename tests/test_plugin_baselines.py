@@ -1,0 +1,272 @@
+"""--rl-save, --rl-compare and --rl-compare-fail end to end, with pytester: saving, passing
+and failing comparisons, mismatched, corrupt and partial baselines, reports, xdist."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+# In-process pytester runs reuse these instead of importing them afresh on every run.
+import gymnasium  # noqa: F401
+import hypothesis  # noqa: F401
+import pytest
+
+import pytest_rlaudit.assertions  # the engine: in-process runs must not re-import it
+import pytest_rlaudit.baselines
+import pytest_rlaudit.comparison
+import pytest_rlaudit.report  # noqa: F401
+
+AGENTS = '''
+import numpy as np
+
+W = np.array([0.02, 0.0, 1.0, 0.2])
+
+
+def robust(obs):
+    return (np.asarray(obs) @ W > 0).astype(np.int64)
+
+
+def fragile(obs):
+    obs = np.asarray(obs)
+    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
+'''
+
+SCENARIOS = ("--rl-scenarios", "spike,delay")
+
+
+def zero_config(agent: str, *extra: str) -> tuple[str, ...]:
+    return ("--rl-audit", "--rl-agent", f"agents:{agent}", "--rl-env", "CartPole-v1",
+            "--rl-episodes", "10", *SCENARIOS, "-p", "no:cacheprovider", *extra)
+
+
+@pytest.fixture
+def tester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    pytester.makepyfile(agents=AGENTS)
+    pytester.syspathinsert()
+    return pytester
+
+
+@pytest.fixture
+def baseline(tester: pytest.Pytester):
+    """A baseline of the robust agent, saved by a first run."""
+    path = tester.path / "baseline.json"
+    result = tester.runpytest(*zero_config("robust", f"--rl-save={path}"))
+    result.assert_outcomes(passed=2)
+    return path
+
+
+def test_save_writes_every_result_with_its_episodes(tester, baseline):
+    doc = json.loads(baseline.read_text())
+    assert doc["kind"] == "pytest-rlaudit baseline" and doc["schema"] == 1 and doc["complete"]
+    assert doc["options"]["rl_seed"] == 0 and doc["options"]["rl_episodes"] == 10
+    assert doc["machine"]["cpus"] and doc["version"]
+    by_scenario = {r["scenario"]: r for r in doc["results"]}
+    assert set(by_scenario) == {"spike", "delay"}
+    spike = by_scenario["spike"]
+    assert spike["seeds"] == list(range(10)) and len(spike["returns"]) == 10
+    assert spike["nominal_returns"] == [500.0] * 10
+    assert {"ratio", "ci_low", "ci_high", "rating", "agent", "env"} <= set(spike)
+    assert spike["agent"] == "robust" and spike["env"] == "CartPole-v1"
+
+
+def test_the_same_agent_compares_clean_and_ships(tester, baseline, tmp_path):
+    junit = tmp_path / "junit.xml"
+    result = tester.runpytest(*zero_config("robust", f"--rl-compare={baseline}",
+                                           "--rl-compare-fail", "return:5%",
+                                           f"--junitxml={junit}"))
+    result.assert_outcomes(passed=2)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*= rl audit comparison =*", "baseline *baseline.json: *",
+                                 "5 of 5 comparisons show no significant change",
+                                 "SHIP: no significant regression beyond return:5% in 5 comparisons"])
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert props["rl.compare"] == "ship"
+
+
+def test_a_degraded_agent_fails_the_run_naming_each_regression(tester, baseline, tmp_path):
+    report = tmp_path / "report"
+    # Thresholds at FAIL: every test passes, so only the comparison can fail the run.
+    result = tester.runpytest(*zero_config("fragile", f"--rl-compare={baseline}",
+                                           "--rl-compare-fail", "return:5%",
+                                           "--rl-compare-fail", "ratio:0.05",
+                                           "--rl-min-rating", "FAIL", f"--rl-report={report}"))
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "*= rl audit comparison =*",
+        "REGRESSED  rl-audit::spike  spike: mean return 439.1 -> 216.9 (-222.2, -50.6%, p = *) "
+        "beyond return:5%",
+        "REGRESSED  rl-audit::spike  spike: ratio 0.878 -> 0.434 (-0.444, CI *) beyond ratio:0.05",
+        "HOLD: 2 significant regression(s) beyond return:5%, ratio:0.05: rl-audit::spike (return), "
+        "rl-audit::spike (ratio)",
+    ])
+    doc = json.loads((report / "summary.json").read_text())
+    assert doc["comparison"]["decision"] == "hold"
+    assert {c["status"] for c in doc["comparison"]["changes"] if c["key"] == "rl-audit::spike"} == {
+        "regressed"}
+    md = (report / "summary.md").read_text()
+    assert "### Compared with the baseline: ❌ **hold**" in md
+    assert "| rl-audit::spike | spike | return | 439.1 | 216.9 | -222 | ❌ regressed |" in md
+
+
+def test_without_fail_tolerances_a_comparison_only_reports(tester, baseline):
+    result = tester.runpytest(*zero_config("fragile", f"--rl-compare={baseline}",
+                                           "--rl-min-rating", "FAIL"))
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["WORSE      rl-audit::spike  spike: mean return 439.1 -> 216.9*",
+                                 "SHIP: *no tolerance (report only)*"])
+
+
+def test_an_improvement_is_reported(tester, tmp_path):
+    path = tmp_path / "fragile.json"
+    tester.runpytest(*zero_config("fragile", f"--rl-save={path}", "--rl-min-rating", "FAIL"))
+    result = tester.runpytest(*zero_config("robust", f"--rl-compare={path}",
+                                           "--rl-compare-fail", "return:5%"))
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["IMPROVED   rl-audit::spike  spike: mean return 216.9 -> 439.1*",
+                                 "SHIP: * 2 improved"])
+
+
+@pytest.mark.parametrize(("option", "value", "match"), [
+    ("--rl-episodes", "8", "made with --rl-episodes 10, this run uses 8*--rl-episodes 10"),
+    ("--rl-seed", "3", "made with --rl-seed 0, this run uses 3*--rl-seed 0"),
+])
+def test_a_baseline_made_with_other_options_is_a_usage_error(tester, baseline, option, value,
+                                                             match):
+    args = list(zero_config("robust", f"--rl-compare={baseline}"))
+    if option in args:
+        args[args.index(option) + 1] = value
+    else:
+        args += [option, value]
+    result = tester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --rl-compare *baseline.json: the baseline was {match}*"])
+
+
+def test_a_result_made_on_other_seeds_cannot_be_compared_and_fails(tester, baseline):
+    tester.makepyfile(test_marked='''
+import pytest
+
+@pytest.mark.rl_scenario("spike")
+@pytest.mark.rl_episodes(6)
+def test_spike(rl_audit):
+    rl_audit()
+''')
+    # the baseline's zero-config items are not in this run; a marked test reuses one id
+    doc = json.loads(baseline.read_text())
+    doc["results"][0]["nodeid"] = "test_marked.py::test_spike[spike]"
+    baseline.write_text(json.dumps(doc))
+    result = tester.runpytest("--rl-audit", "--rl-agent", "agents:robust", "--rl-env",
+                              "CartPole-v1", "--rl-episodes", "10", f"--rl-compare={baseline}",
+                              "test_marked.py")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "CANNOT COMPARE  test_marked.py::test_spike?spike?: the baseline used 10 episodes with "
+        "env seeds 0-9, this run 6 episodes with env seeds 0-5; *",
+        "in the baseline, not in this run: rl-audit::delay",
+        "HOLD: 1 result(s) cannot be paired with the baseline"])
+
+
+@pytest.mark.parametrize(("content", "match"), [
+    ('{"kind": "pytest-rlaudit baseline", "schema": 1, "results": [{"nodeid"',
+     "is not valid JSON*truncated*--rl-save*"),
+    ('{"kind": "something else"}', "is not a pytest-rlaudit baseline*"),
+])
+def test_a_corrupt_baseline_is_a_usage_error(tester, content, match):
+    path = tester.path / "corrupt.json"
+    path.write_text(content)
+    result = tester.runpytest(*zero_config("robust", f"--rl-compare={path}"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: *corrupt.json {match}"])
+    assert path.read_text() == content
+
+
+def test_save_never_overwrites_a_file_that_is_not_a_baseline(tester):
+    path = tester.path / "important.json"
+    path.write_text('{"my": "data"}')
+    result = tester.runpytest(*zero_config("robust", f"--rl-save={path}"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --rl-save *important.json: the file exists and is not "
+                                 "a valid baseline, so it is not overwritten*"])
+    assert path.read_text() == '{"my": "data"}'
+
+
+def test_save_replaces_a_baseline_and_compare_can_update_it_in_one_run(tester, baseline):
+    before = json.loads(baseline.read_text())["created"]
+    result = tester.runpytest(*zero_config("robust", f"--rl-compare={baseline}",
+                                           f"--rl-save={baseline}"))
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["SHIP:*", "*rl audit baseline: saved 2 results to *baseline.json*"])
+    assert json.loads(baseline.read_text())["created"] >= before
+
+
+def test_a_partial_run_is_saved_marked_and_says_so(tester, tmp_path):
+    path = tmp_path / "partial.json"
+    result = tester.runpytest(*zero_config("fragile", f"--rl-save={path}", "-x"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*rl audit baseline: PARTIAL run saved to *partial.json (marked "
+                                 "complete: false): *"])
+    doc = json.loads(path.read_text())
+    assert doc["complete"] is False
+    assert doc["incomplete"] or doc["missing"]
+    compared = tester.runpytest(*zero_config("fragile", f"--rl-compare={path}",
+                                             "--rl-min-rating", "FAIL"))
+    compared.stdout.fnmatch_lines(["baseline *partial.json: * (a PARTIAL run)"])
+
+
+def test_nothing_is_saved_when_no_audit_ran(tester, tmp_path):
+    tester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    path = tmp_path / "empty.json"
+    result = tester.runpytest(f"--rl-save={path}", "test_plain.py")
+    assert result.ret == 0 and not path.exists()
+    result.stdout.fnmatch_lines(["*rl audit baseline: nothing saved to *empty.json: no audit ran "
+                                 "(pass --rl-audit)*"])
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    (("--rl-compare-fail", "return:5%"), "ERROR: --rl-compare-fail needs --rl-compare PATH*"),
+    (("--rl-compare", "x.json", "--rl-compare-fail", "speed:5%"),
+     "*--rl-compare-fail: *'speed:5%' is not a tolerance*"),
+    (("--rl-compare", "missing.json"), "ERROR: baseline missing.json does not exist; create it "
+                                       "with pytest --rl-audit --rl-save missing.json"),
+])
+def test_bad_compare_options_are_usage_errors(tester, args, match):
+    result = tester.runpytest(*zero_config("robust", *args))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([match])
+
+
+MARKED = '''
+import pytest
+from agents import robust
+
+
+@pytest.fixture(scope="session")
+def rl_agent():
+    return robust
+
+
+@pytest.fixture(scope="session")
+def rl_env():
+    return "CartPole-v1"
+
+
+@pytest.mark.rl_scenario("jitter", "delay", "spike")
+@pytest.mark.rl_episodes(6)
+def test_x(rl_audit):
+    rl_audit()
+'''
+
+
+def test_xdist_saves_the_same_results_as_one_process(tester, tmp_path):
+    tester.makepyfile(test_marked_xdist=MARKED)
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    tester.runpytest("--rl-audit", f"--rl-save={one}").assert_outcomes(passed=3)
+    tester.runpytest("--rl-audit", f"--rl-save={two}", "-n", "2").assert_outcomes(passed=3)
+    a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    assert a["results"] == b["results"] and a["complete"] and b["complete"]
+    compared = tester.runpytest("--rl-audit", f"--rl-compare={one}", "-n", "2",
+                                "--rl-compare-fail", "return:5%")
+    compared.stdout.fnmatch_lines(["SHIP: *"])
