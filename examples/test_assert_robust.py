@@ -11,9 +11,17 @@ from pathlib import Path
 import pytest
 from numpy_agent import cartpole_controller
 
-from pytest_rlaudit import RobustnessError, assert_robust, audit
+from pytest_rlaudit import (
+    RobustnessError,
+    assert_deterministic,
+    assert_no_policy_collapse,
+    assert_no_regression,
+    assert_robust,
+    audit,
+)
 
 PPO_ZIP = Path(__file__).parent / "ppo_cartpole.zip"
+ROBUST_PPO_ZIP = Path(__file__).parent / "robust_ppo_cartpole.zip"
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +59,20 @@ def test_numpy_controller_keeps_80_percent_not_worse(scenario):
     # not_worse: fail only when the whole interval is below the threshold (no flaky reds)
     assert_robust(cartpole_controller, "CartPole-v1", scenario, min_ratio=0.8,
                   mode="not_worse", episodes=10)
+
+
+def test_ppo_replays_bit_for_bit_at_any_batch_size():
+    # the audit numbers are only as reproducible as the agent: same seeds, same episodes
+    assert_deterministic(str(PPO_ZIP), "CartPole-v1", episodes=3, scenarios=["jitter"])
+
+
+def test_ppo_still_uses_both_actions():
+    stats = assert_no_policy_collapse(str(PPO_ZIP), "CartPole-v1", episodes=3, min_entropy=0.5)
+    assert stats.distinct == 2
+
+
+def test_speed_randomised_ppo_ships_against_the_bundled_one():
+    comparison = assert_no_regression(str(ROBUST_PPO_ZIP), str(PPO_ZIP), "CartPole-v1",
+                                      scenarios=["spike", "delay"], episodes=10)
+    assert comparison.decision == "ship"
+    assert ("spike", "return") in {(c.scenario, c.metric) for c in comparison.improvements}

@@ -59,11 +59,12 @@ def assert_no_regression(
                                 alpha=alpha)
     if comparison.decision == "hold":
         seeds = cand.nominal.seeds
+        chosen = "" if scenarios is None else f"scenarios={list(cand.scenarios)!r}, "
         error = RobustnessError(
             f"{comparison}\n  candidate {cand.agent} against baseline {base.agent} on {cand.env}: "
             f"{cand.episodes} paired episodes (env seeds {seeds[0]}-{seeds[-1]}), margin "
             f"{margin:g}\n  reproduce: assert_no_regression(candidate, baseline, {cand.env!r}, "
-            f"episodes={episodes}, seed={seed}, margin={margin:g})")
+            f"{chosen}episodes={episodes}, seed={seed}, margin={margin:g})")
         error.comparison = comparison  # type: ignore[attr-defined]
         raise error
     return comparison
