@@ -5,8 +5,9 @@
 1. The zero-config audit of ``examples/ppo_cartpole.zip`` (default suite) as a fresh
    pytest process: plain, with ``--rl-save``, and with ``--rl-compare`` plus two
    ``--rl-compare-fail`` tolerances; medians of ``--runs``; the baseline's size.
-2. In-process: ``compare_records`` alone (that baseline against its returns x 0.9), and ``assert_deterministic`` /
-   ``assert_no_policy_collapse`` / ``assert_no_regression`` on the bundled PPO.
+2. In-process: ``compare_records`` alone (that baseline against its returns x 0.9), and
+   ``assert_deterministic`` / ``assert_no_policy_collapse`` / ``assert_no_regression`` on
+   the bundled PPO.
 """
 
 from __future__ import annotations

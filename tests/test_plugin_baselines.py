@@ -270,3 +270,10 @@ def test_xdist_saves_the_same_results_as_one_process(tester, tmp_path):
     compared = tester.runpytest("--rl-audit", f"--rl-compare={one}", "-n", "2",
                                 "--rl-compare-fail", "return:5%")
     compared.stdout.fnmatch_lines(["SHIP: *"])
+
+
+def test_compare_and_its_tolerances_can_live_in_the_ini_file(tester, baseline):
+    tester.makeini(f"[pytest]\nrl_compare = {baseline}\nrl_compare_fail = return:5%, ratio:0.05\n")
+    result = tester.runpytest(*zero_config("fragile", "--rl-min-rating", "FAIL"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["HOLD: 2 significant regression(s) beyond return:5%, ratio:0.05*"])
