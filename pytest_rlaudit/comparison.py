@@ -97,6 +97,21 @@ class Comparison:
         return [c for c in self.changes if c.status == "improved"]
 
     @property
+    def power_note(self) -> str | None:
+        """Why no mean-return drop could be significant here, if so: the exact sign-flip
+        test's smallest p with n paired episodes is 2^-n, times the number of return rows
+        under Holm."""
+        rows = [c for c in self.changes if c.metric == "return"]
+        if not rows:
+            return None
+        n = min(c.episodes for c in rows)
+        if len(rows) * 0.5 ** n < self.alpha:
+            return None
+        need = next(k for k in range(n + 1, 64) if len(rows) * 0.5 ** k < self.alpha)
+        return (f"with {n} paired episodes no mean-return drop can be significant over "
+                f"{len(rows)} comparisons at alpha {self.alpha:g}; use at least {need} episodes")
+
+    @property
     def decision(self) -> str:
         """``"hold"`` when anything regressed or could not be compared, else ``"ship"``."""
         return "hold" if self.regressions or self.mismatches else "ship"
@@ -106,8 +121,9 @@ class Comparison:
         tolerances = ", ".join(map(str, self.tolerances)) or "no tolerance (report only)"
         if self.decision == "ship":
             better = f"; {len(self.improvements)} improved" if self.improvements else ""
+            note = f" (note: {self.power_note})" if self.power_note else ""
             return (f"ship: no significant regression beyond {tolerances} in "
-                    f"{len(self.changes)} comparisons{better}")
+                    f"{len(self.changes)} comparisons{better}{note}")
         reasons = []
         if self.regressions:
             where = list(dict.fromkeys(f"{c.key} ({c.metric})" for c in self.regressions))
@@ -128,7 +144,7 @@ class Comparison:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"decision": self.decision, "alpha": self.alpha,
+        return {"decision": self.decision, "alpha": self.alpha, "power_note": self.power_note,
                 "tolerances": [str(t) for t in self.tolerances],
                 "changes": [c.to_dict() for c in self.changes], "mismatches": self.mismatches,
                 "new": self.new, "missing": self.missing}

@@ -4,7 +4,7 @@
 >>> def controller(obs):
 ...     return (obs @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
 >>> assert_no_regression(controller, controller, "CartPole-v1", scenarios=["delay"],
-...                      episodes=5).decision
+...                      episodes=6).decision
 'ship'
 """
 
@@ -57,6 +57,8 @@ def assert_no_regression(
     comparison = compare_audits(base, cand, (Tolerance("return", float(margin), True),
                                              Tolerance("ratio", float(margin), False)),
                                 alpha=alpha)
+    if comparison.power_note:  # a gate that cannot fire must not say "ship"
+        raise ValueError(f"assert_no_regression: {comparison.power_note}")
     if comparison.decision == "hold":
         seeds = cand.nominal.seeds
         chosen = "" if scenarios is None else f"scenarios={list(cand.scenarios)!r}, "

@@ -332,6 +332,8 @@ class AuditSession:
             tr.write_line(f"new (not in the baseline): {', '.join(c.new)}")
         if c.missing:
             tr.write_line(f"in the baseline, not in this run: {', '.join(c.missing)}")
+        if c.power_note:
+            tr.write_line(f"note: {c.power_note}", yellow=True, bold=True)
         decision, _, why = c.summary().partition(": ")
         tr.write_line(f"{decision.upper()}: {why}",
                       **({"green": True} if c.decision == "ship" else {"red": True, "bold": True}))

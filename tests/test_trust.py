@@ -104,6 +104,21 @@ def test_a_large_drop_on_noise_alone_is_not_significant():
     assert rows[0].status == "same" and rows[0].p_value >= 0.25
 
 
+def test_a_comparison_says_when_too_few_episodes_make_it_blind():
+    nominal, perturbed = _episodes(n=4)
+    # every return halves (the ratio stays): a drop no 4-episode sign-flip test can detect
+    blind = compare_records([_record("t::x", "spike", perturbed, nominal)],
+                            [_record("t::x", "spike", perturbed * 0.5, nominal * 0.5)], TOLERANCES)
+    assert blind.decision == "ship"
+    assert [c.status for c in blind.changes if c.metric == "return"] == ["same", "same"]
+    assert blind.power_note == ("with 4 paired episodes no mean-return drop can be significant "
+                                "over 2 comparisons at alpha 0.05; use at least 6 episodes")
+    assert "(note: with 4 paired episodes" in blind.summary()
+    nominal, perturbed = _episodes(n=10)
+    assert compare_records([_record("t::x", "spike", perturbed, nominal)],
+                           [_record("t::x", "spike", perturbed, nominal)]).power_note is None
+
+
 def test_ratio_change_intervals_are_reproducible_and_point_for_identical_runs():
     nominal, perturbed = _episodes()
     assert ratio_change_ci(nominal, perturbed, nominal, perturbed) == (0.0, 0.0)
@@ -268,6 +283,12 @@ def test_a_drop_within_the_margin_ships():
                                       episodes=10, margin=0.6)
     assert comparison.decision == "ship"
     assert [c.status for c in comparison.changes if c.scenario == "spike"] == ["worse", "worse"]
+
+
+def test_too_few_episodes_for_a_meaningful_gate_is_an_error():
+    with pytest.raises(ValueError, match="with 3 paired episodes no mean-return drop can be "
+                       "significant over 2 comparisons at alpha 0.05; use at least 6 episodes"):
+        assert_no_regression(robust, robust, "CartPole-v1", scenarios=["delay"], episodes=3)
 
 
 def test_bad_margins_are_clear_errors():
