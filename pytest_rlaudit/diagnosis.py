@@ -227,8 +227,7 @@ def diagnose(
                  parted, len(nominal_env_steps))
     share = "of the nominal return" if reference == 0 else "of the nominal return above the reference"
     schedule = scenario.schedule
-    if schedule is not None and isinstance(scenario.perturbation, type) and issubclass(
-            scenario.perturbation, P.Scheduled):
+    if scenario.perturbation is P.Scheduled:  # a free-form timeline; spikes keep their advice
         cause, fix = _schedule_advice(schedule)
         verb = "degrades" if rating == "MILD" else "breaks"
         pattern = (f"{verb} when {schedule.describe()}: keeps {ratio:.0%} {share} ({rating}); "

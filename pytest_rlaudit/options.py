@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from .tolerances import Tolerance, parse_tolerance  # light: no numpy
+
 RATINGS = ("PASS", "MILD", "DEGRADED", "FAIL")  # mirrors stats.RATINGS (stats imports scipy)
 MODES = ("point", "confident", "not_worse")
 
@@ -95,9 +97,7 @@ def _text(text: str) -> str:
     return str(text)
 
 
-def _tolerances(text: str) -> tuple[Any, ...]:
-    from .tolerances import parse_tolerance  # light: no numpy
-
+def _tolerances(text: str) -> tuple[Tolerance, ...]:
     parts = [p for p in str(text).replace(",", " ").split() if p]
     try:
         return tuple(parse_tolerance(p) for p in parts)

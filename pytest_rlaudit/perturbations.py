@@ -372,7 +372,7 @@ class SpeedSchedule(Scheduled):
             _int_arg("SpeedSchedule", f"speeds[{i}]", k, minimum=1) for i, k in enumerate(speeds)
         )
         self.after = _int_arg("SpeedSchedule", "after", after, minimum=1)
-        super().__init__(env, Schedule(speed=[*self.speeds, self.after, ...]))
+        super().__init__(env, self._schedule_of(self.speeds, self.after))
 
     @classmethod
     def spike(cls, env: gym.Env, start: int = 20, duration: int = 20, k: int = 5) -> SpeedSchedule:
@@ -381,6 +381,10 @@ class SpeedSchedule(Scheduled):
         duration = _int_arg("spike", "duration", duration, minimum=1)
         k = _int_arg("spike", "k", k, minimum=1)
         return cls(env, speeds=[1] * start + [k] * duration, after=1)
+
+    @staticmethod
+    def _schedule_of(speeds: Sequence[int], after: int = 1) -> Schedule:
+        return Schedule(speed=[*speeds, after, ...])
 
 
 def spike(env: gym.Env, start: int = 20, duration: int = 20, k: int = 5) -> SpeedSchedule:

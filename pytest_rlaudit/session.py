@@ -474,6 +474,7 @@ def _junit_writer(config: pytest.Config) -> Any:
 
 
 def _record(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, Any]:
+    from .auditing import _plain
     from .stats import DEFAULT_THRESHOLDS as t
 
     r = check.result
@@ -484,9 +485,7 @@ def _record(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, A
         "env": check.env,
         "scenario": r.name,
         "category": r.category,
-        "params": {k: (v if isinstance(v, (int, float, str, bool)) else
-                       v.to_dict() if hasattr(v, "to_dict") else repr(v))
-                   for k, v in r.params.items()},
+        "params": _plain(dict(r.params)),
         "schedule": None if not hasattr(schedule, "describe") else {
             "description": schedule.describe(), "repr": repr(schedule),
             "timeline": schedule.to_dict()},

@@ -231,13 +231,20 @@ def paired_ratio_ci(
     expanded = 2.0 * _scipy_stats.norm.cdf(
         math.sqrt(size / (size - 1)) * _scipy_stats.t.ppf(1.0 - alpha / 2.0, size - 1)) - 1.0
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EED]))
+    return _paired_bootstrap((n, p), statistic, point, expanded, n_resamples, rng)
+
+
+def _paired_bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray], point: float,
+                      confidence: float, n_resamples: int,
+                      rng: np.random.Generator) -> tuple[float, float]:
+    """scipy's paired, vectorised bootstrap: BCa, else the percentile interval where BCa is
+    undefined, else the point; the interval always contains the point estimate."""
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = _scipy_stats.bootstrap(
-                (n, p), statistic, paired=True, vectorized=True, method=method,
-                confidence_level=expanded, n_resamples=n_resamples, rng=rng,
-            )
+                data, statistic, paired=True, vectorized=True, method=method,
+                confidence_level=confidence, n_resamples=n_resamples, rng=rng)
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if np.isfinite(low) and np.isfinite(high):
             return (min(low, point), max(high, point))
@@ -286,16 +293,7 @@ def ratio_change_ci(
                     - (bp.mean(axis=axis) - base_reference) / (bn.mean(axis=axis) - base_reference))
 
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xC0DE]))
-    for method in ("BCa", "percentile"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = _scipy_stats.bootstrap(
-                (bn, bp, cn, cp), statistic, paired=True, vectorized=True, method=method,
-                confidence_level=confidence, n_resamples=n_resamples, rng=rng)
-        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-        if np.isfinite(low) and np.isfinite(high):
-            return (min(low, point), max(high, point))
-    return (point, point)
+    return _paired_bootstrap((bn, bp, cn, cp), statistic, point, confidence, n_resamples, rng)
 
 
 def degradation_p_value(

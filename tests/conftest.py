@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cartpole_agents import source
 
 
 def balance(obs: np.ndarray) -> np.ndarray:
@@ -12,3 +13,13 @@ def balance(obs: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="session")
 def controller():
     return balance
+
+
+@pytest.fixture
+def tester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A pytester directory with ``agents.py`` (``cartpole_agents``) importable, and no CI
+    step summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    pytester.makepyfile(agents=source())
+    pytester.syspathinsert()
+    return pytester

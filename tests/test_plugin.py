@@ -31,40 +31,11 @@ RATINGS = ("PASS", "MILD", "DEGRADED", "FAIL")
 USAGE = pytest.ExitCode.USAGE_ERROR
 INTERRUPTED = pytest.ExitCode.INTERRUPTED
 
-AGENTS = '''
-import gymnasium as gym
-import numpy as np
-
-W = np.array([0.02, 0.0, 1.0, 0.2])
-
-
-def robust(obs):
-    return (np.asarray(obs) @ W > 0).astype(np.int64)
-
-
-def fragile(obs):
-    obs = np.asarray(obs)
-    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
-
-
-def cartpole():
-    return gym.make("CartPole-v1")
-'''
-
 CLI = ("--rl-audit", "--rl-env", "CartPole-v1", "--rl-episodes", "4")
 ZERO = ("--rl-audit", "--rl-agent", "agents:robust", "--rl-env", "CartPole-v1",
         "--rl-episodes", "4")
 FRAGILE = ("--rl-audit", "--rl-agent", "agents:fragile", "--rl-env", "CartPole-v1",
            "--rl-episodes", "4")
-
-
-@pytest.fixture
-def tester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A pytester directory with ``agents.py`` importable (and no CI step summary)."""
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    pytester.makepyfile(agents=AGENTS)
-    pytester.syspathinsert()
-    return pytester
 
 
 def records(result: pytest.RunResult) -> dict[str, dict[str, Any]]:

@@ -16,35 +16,12 @@ import pytest_rlaudit.baselines
 import pytest_rlaudit.comparison
 import pytest_rlaudit.report  # noqa: F401
 
-AGENTS = '''
-import numpy as np
-
-W = np.array([0.02, 0.0, 1.0, 0.2])
-
-
-def robust(obs):
-    return (np.asarray(obs) @ W > 0).astype(np.int64)
-
-
-def fragile(obs):
-    obs = np.asarray(obs)
-    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
-'''
-
 SCENARIOS = ("--rl-scenarios", "spike,delay")
 
 
 def zero_config(agent: str, *extra: str) -> tuple[str, ...]:
     return ("--rl-audit", "--rl-agent", f"agents:{agent}", "--rl-env", "CartPole-v1",
             "--rl-episodes", "10", *SCENARIOS, "-p", "no:cacheprovider", *extra)
-
-
-@pytest.fixture
-def tester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    pytester.makepyfile(agents=AGENTS)
-    pytester.syspathinsert()
-    return pytester
 
 
 @pytest.fixture

@@ -12,28 +12,13 @@ import xml.etree.ElementTree as ET
 import gymnasium  # noqa: F401
 import hypothesis  # noqa: F401
 import pytest
+from cartpole_agents import fragile
 
-import pytest_rlaudit.assertions
 import pytest_rlaudit.falsify
 import pytest_rlaudit.report
 import pytest_rlaudit.strategies
 from pytest_rlaudit import Schedule
 from pytest_rlaudit.assertions import check_robust
-
-AGENTS = '''
-import numpy as np
-
-W = np.array([0.02, 0.0, 1.0, 0.2])
-
-
-def robust(obs):
-    return (np.asarray(obs) @ W > 0).astype(np.int64)
-
-
-def fragile(obs):
-    obs = np.asarray(obs)
-    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
-'''
 
 CONFTEST = '''
 import pytest
@@ -48,7 +33,7 @@ PROPERTY_TESTS = '''
 from hypothesis import given
 from pytest_rlaudit import assert_robust
 from pytest_rlaudit.strategies import audit_settings, schedules
-from conftest_agents import fragile, robust
+from agents import fragile, robust
 
 DETERMINISTIC = dict(derandomize=True, database=None)
 
@@ -67,12 +52,9 @@ def test_robust_agent_mild(rl_env, schedule):
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(conftest_agents=AGENTS)
-    pytester.syspathinsert()
-    return pytester
+def project(tester: pytest.Pytester) -> pytest.Pytester:
+    tester.makeconftest(CONFTEST)
+    return tester
 
 
 def _properties(xml_path) -> dict[str, dict[str, str]]:
@@ -115,19 +97,10 @@ def test_the_smallest_failing_schedule_reaches_every_report(project, tmp_path, x
     assert rec["schedule"]["description"] == words and not rec["passed"] and rec["hypothesis"]
     assert Schedule.from_dict(rec["schedule"]["timeline"]) == schedule
     assert f"`{schedule!r}`: breaks when {words}" in (report / "summary.md").read_text()
-    assert not check_robust(
-        pytest_rlaudit.assertions.as_policy(_fragile), "CartPole-v1", schedule, min_ratio=0.8,
-        episodes=4).passed
+    assert not check_robust(fragile, "CartPole-v1", schedule, min_ratio=0.8, episodes=4).passed
     # the passing property test reports its closest call over all its examples
     mild = next(r for r in doc["results"] if r["nodeid"].endswith("test_robust_agent_mild"))
     assert mild["passed"] and mild["checks"] >= 2 and mild["rating"] == "PASS"
-
-
-def _fragile(obs):
-    import numpy as np
-
-    obs = np.asarray(obs)
-    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
 
 
 def test_a_property_test_on_the_rl_fixtures_passes_the_health_check(project):
@@ -144,7 +117,7 @@ from pytest_rlaudit.strategies import audit_settings, schedules
 def test_delay(rl_agent, rl_env, schedule):
     assert_robust(rl_agent, rl_env, schedule, min_ratio=0.5, episodes=3)
 ''')
-    result = project.runpytest("--rl-audit", "--rl-agent", "conftest_agents:robust")
+    result = project.runpytest("--rl-audit", "--rl-agent", "agents:robust")
     result.assert_outcomes(passed=1)
     assert "HealthCheck" not in result.stdout.str()
 
@@ -187,7 +160,7 @@ def test_assert_robust_in_an_ordinary_test_is_reported_like_an_audit(project, tm
     project.makepyfile(test_plain_checks='''
 import pytest
 from pytest_rlaudit import assert_robust, RobustnessError
-from conftest_agents import fragile, robust
+from agents import fragile, robust
 
 
 def test_two_checks():
@@ -219,7 +192,7 @@ from pytest_rlaudit import Schedule
 @pytest.mark.rl_threshold(min_ratio=0.5)
 @pytest.mark.rl_episodes(3)
 def test_marker(rl_audit):
-    rl_audit(agent="conftest_agents:robust")
+    rl_audit(agent="agents:robust")
 ''')
     result = project.runpytest("--rl-audit", "-v")
     result.assert_outcomes(passed=1)

@@ -134,6 +134,8 @@ def test_named_timeline_scenarios_are_schedules():
     assert spike.schedule == Schedule.spike(at=20, duration=20, speed=5)
     assert spike.with_params(k=3, duration=5).schedule == Schedule(speed=[1] * 20 + [3] * 5)
     assert scenarios.get("jitter").schedule is None
+    by_class = scenarios.Scenario("slowdown", "custom", SpeedSchedule, {"speeds": [1, 3], "after": 2})
+    assert by_class.schedule == Schedule(speed=[1, 3, 2, ...])
     as_scenario = Schedule(speed=2).as_scenario("slow", "stress")
     assert (as_scenario.name, as_scenario.category, as_scenario.schedule) == (
         "slow", "stress", Schedule(speed=2))

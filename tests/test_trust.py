@@ -9,6 +9,7 @@ import random
 import gymnasium as gym
 import numpy as np
 import pytest
+from cartpole_agents import W, fragile, robust
 from gymnasium import spaces
 
 from pytest_rlaudit import (
@@ -28,18 +29,6 @@ from pytest_rlaudit.comparison import compare_records, compare_scenario
 from pytest_rlaudit.errors import BaselineError, RolloutError
 from pytest_rlaudit.stats import ratio_change_ci
 from pytest_rlaudit.tolerances import Tolerance, parse_tolerance
-
-W = np.array([0.02, 0.0, 1.0, 0.2])
-
-
-def robust(obs):
-    return (np.asarray(obs) @ W > 0).astype(np.int64)
-
-
-def fragile(obs):
-    obs = np.asarray(obs)
-    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
-
 
 # ------------------------------------------------------------------ tolerances
 

@@ -17,19 +17,12 @@ import hypothesis  # noqa: F401
 import matplotlib.pyplot  # noqa: F401
 import numpy.fft  # noqa: F401
 import pytest
+from cartpole_agents import source
 
 import pytest_rlaudit.assertions
 import pytest_rlaudit.report  # noqa: F401
 
-AGENTS = """
-import numpy as np
-
-def fragile(obs):
-    return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
-
-def robust(obs):
-    return (obs @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
-"""
+AGENTS = source()  # written as xdist_agents.py: module names must differ between pytester runs
 
 MARKED = """
 import pytest
