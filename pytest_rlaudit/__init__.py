@@ -27,6 +27,7 @@ _EXPORTS = {
     "Schedule": "schedules",
     "find_breaking_schedule": "falsify",
     "assert_robust": "assertions",
+    "check_robust": "assertions",
     "assert_no_regression": "regression",
     "assert_deterministic": "determinism",
     "assert_no_policy_collapse": "collapse",
@@ -35,9 +36,14 @@ _EXPORTS = {
     "as_policy": "policies",
     "Policy": "policies",
     "RLAuditError": "errors",
-    "RolloutError": "errors",
     "UnknownEnvError": "errors",
     "UnknownScenarioError": "errors",
+    "PerturbationError": "errors",
+    "PolicyError": "errors",
+    "ReferenceScoreError": "errors",
+    "BaselineError": "errors",
+    "RolloutError": "errors",
+    "RolloutCapWarning": "errors",
 }
 _SUBMODULES = ("scenarios", "schedules", "strategies", "falsify", "perturbations", "policies",
                "envs", "rollout", "auditing", "stats", "diagnosis", "assertions", "errors",
@@ -47,12 +53,22 @@ __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import scenarios
-    from .assertions import RobustnessError, assert_robust
+    from .assertions import RobustnessError, assert_robust, check_robust
     from .auditing import AuditResult, ScenarioResult, audit
     from .collapse import assert_no_policy_collapse
     from .determinism import assert_deterministic
     from .diagnosis import Diagnosis
-    from .errors import RLAuditError, RolloutError, UnknownEnvError, UnknownScenarioError
+    from .errors import (
+        BaselineError,
+        PerturbationError,
+        PolicyError,
+        ReferenceScoreError,
+        RLAuditError,
+        RolloutCapWarning,
+        RolloutError,
+        UnknownEnvError,
+        UnknownScenarioError,
+    )
     from .falsify import find_breaking_schedule
     from .policies import Policy, as_policy
     from .regression import assert_no_regression

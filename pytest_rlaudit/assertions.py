@@ -18,6 +18,7 @@ import numpy as np
 
 from . import scenarios as registry
 from ._capture import notify, shared_cache
+from ._format import clip, fixed, interval
 from .auditing import (
     ScenarioResult,
     _stream_seed,
@@ -71,14 +72,18 @@ def _message(result: ScenarioResult, failed: list[tuple[Verdict, str | None]], *
              call: dict[str, Any]) -> str:
     lo, hi = result.ci
     seeds = result.seeds
-    numbers = (f"ratio {result.ratio:.3f} ({confidence * 100:.4g}% CI {lo:.3f}-{hi:.3f}), "
+    numbers = (f"ratio {fixed(result.ratio)} ({confidence * 100:.4g}% CI {interval(lo, hi)}), "
                f"rated {result.rating}")
     schedule = result.params.get("schedule")
     if schedule is not None and hasattr(schedule, "describe"):
-        lines = [f"the agent breaks when {schedule.describe()}: {numbers}",
-                 f"  schedule: {schedule!r}"]
+        lines = [f"the agent breaks when {schedule.describe()}: {numbers}"]
     else:
         lines = [f"scenario {result.name!r} is not robust enough: {numbers}"]
+    d = result.diagnosis
+    if d is not None:  # in short first: JUnit keeps only a message's first 500 characters
+        lines.append(f"  in short: {clip(d.short(), 300)}")
+    if schedule is not None and hasattr(schedule, "describe"):
+        lines.append(f"  schedule: {schedule!r}")
     for v, band in failed:
         need = (f"rating {band} or better (ratio > {v.threshold:g})" if band
                 else f"ratio >= {v.threshold:g}")
@@ -90,8 +95,7 @@ def _message(result: ScenarioResult, failed: list[tuple[Verdict, str | None]], *
     extra = "".join(f", {k}={v!r}" for k, v in call.items())
     lines.append(f"  reproduce: assert_robust(agent, {env_name!r}, {_scenario_expr(result)}"
                  f"{extra}, episodes={episodes}, seed={seed})")
-    if result.diagnosis is not None:
-        d = result.diagnosis
+    if d is not None:
         lines += [f"  diagnosis: {d.pattern}", f"    likely cause: {d.cause}", f"    fix: {d.fix}"]
     return "\n".join(lines)
 

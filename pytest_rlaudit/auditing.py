@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import scenarios as registry
+from ._format import fixed, interval, p_value
 from ._seeding import stable_hash
 from .diagnosis import Diagnosis, diagnose, parting_step
 from .envs import AuditEnv, EnvLike, env_spec
@@ -216,10 +217,10 @@ class AuditResult:
             nominal = r is self.nominal
             rows.append((
                 r.name, r.category, f"{r.mean_return:.1f}",
-                "-" if nominal else f"{r.ratio:.3f}",
-                "-" if nominal else f"{r.ci[0]:.3f}-{r.ci[1]:.3f}",
+                "-" if nominal else fixed(r.ratio),
+                "-" if nominal else interval(*r.ci),
                 "-" if nominal else r.rating,
-                "-" if r.p_value is None else _p(r.p_value),
+                p_value(r.p_value),
                 f"{np.median(r.env_steps):.0f}",
             ))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -228,7 +229,7 @@ class AuditResult:
             lines.append("  ".join(c.ljust(w) if i in (0, 1, 5) else c.rjust(w)
                                    for i, (c, w) in enumerate(zip(row, widths, strict=True))
                                    ).rstrip())
-        summary = [f"{label} {agg.rating} (min ratio {agg.score:.3f}, {agg.scenario})"
+        summary = [f"{label} {agg.rating} (min ratio {fixed(agg.score)}, {agg.scenario})"
                    for label, agg in (("deployment", self.deployment), ("stress", self.stress))
                    if agg is not None]
         if summary:
@@ -238,10 +239,6 @@ class AuditResult:
             lines.append("")
             lines += [f"{r.name}: {r.diagnosis}" for r in diagnosed]
         return "\n".join(lines)
-
-
-def _p(value: float) -> str:
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _check_reference_arg(reference: Any) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ._format import fixed
 from .stats import degradation_p_value, holm, ratio, ratio_change_ci
 from .tolerances import Metric, Tolerance, parse_tolerance
 
@@ -65,7 +66,7 @@ class Change:
             what = f"mean return {self.baseline:.1f} -> {self.current:.1f} ({self.delta:+.1f}{rel}{p})"
         else:
             ci = "" if self.ci is None else f", CI {self.ci[0]:+.3f} to {self.ci[1]:+.3f}"
-            what = f"ratio {self.baseline:.3f} -> {self.current:.3f} ({self.delta:+.3f}{ci})"
+            what = f"ratio {fixed(self.baseline)} -> {fixed(self.current)} ({self.delta:+.3f}{ci})"
         beyond = f" beyond {', '.join(self.exceeded)}" if self.exceeded else ""
         return f"{self.scenario}: {what}{beyond}"
 
@@ -112,13 +113,28 @@ class Comparison:
                 f"{len(rows)} comparisons at alpha {self.alpha:g}; use at least {need} episodes")
 
     @property
+    def drops(self) -> list[Change]:
+        """Significant drops, whether or not beyond a tolerance (regressed or worse)."""
+        return [c for c in self.changes if c.status in ("regressed", "worse")]
+
+    @property
     def decision(self) -> str:
-        """``"hold"`` when anything regressed or could not be compared, else ``"ship"``."""
-        return "hold" if self.regressions or self.mismatches else "ship"
+        """``"hold"`` when anything regressed or could not be compared; ``"report"`` when no
+        tolerance was given, so nothing was gated; else ``"ship"``."""
+        if self.regressions or self.mismatches:
+            return "hold"
+        return "ship" if self.tolerances else "report"
 
     def summary(self) -> str:
         """One line: the decision and why (the rows say by how much)."""
-        tolerances = ", ".join(map(str, self.tolerances)) or "no tolerance (report only)"
+        tolerances = ", ".join(map(str, self.tolerances))
+        if self.decision == "report":
+            drops = list(dict.fromkeys(f"{c.key} ({c.metric})" for c in self.drops))
+            found = (f"{len(self.drops)} significant drop(s): {', '.join(drops)}" if drops
+                     else f"no significant drop in {len(self.changes)} comparisons")
+            note = f" (note: {self.power_note})" if self.power_note else ""
+            return (f"report only: no fail tolerance was given (--rl-compare-fail), so nothing "
+                    f"was gated; {found}{note}")
         if self.decision == "ship":
             better = f"; {len(self.improvements)} improved" if self.improvements else ""
             note = f" (note: {self.power_note})" if self.power_note else ""

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _format
 from . import perturbations as P
 from .scenarios import Scenario
 
@@ -39,6 +40,10 @@ class Diagnosis:
 
     def __str__(self) -> str:
         return f"{self.pattern}. Likely cause: {self.cause}. Fix: {self.fix}."
+
+    def short(self) -> str:
+        """What broke and what to do, in one line: the pattern's first clause and the fix's."""
+        return f"{self.pattern.split('; ')[0]}; {_format.short_fix(self.fix)}"
 
     def to_dict(self) -> dict[str, str]:
         return {"pattern": self.pattern, "cause": self.cause, "fix": self.fix}
@@ -230,7 +235,7 @@ def diagnose(
     if scenario.perturbation is P.Scheduled:  # a free-form timeline; spikes keep their advice
         cause, fix = _schedule_advice(schedule)
         verb = "degrades" if rating == "MILD" else "breaks"
-        pattern = (f"{verb} when {schedule.describe()}: keeps {ratio:.0%} {share} ({rating}); "
+        pattern = (f"{verb} when {schedule.describe()}: keeps {_format.share(ratio)} {share} ({rating}); "
                    f"{when}")
         return Diagnosis(pattern, cause, fix)
     advice = next((_ADVICE[c] for c in getattr(scenario.perturbation, "__mro__",
@@ -243,5 +248,5 @@ def diagnose(
              else getattr(scenario.perturbation, "__name__", scenario.name))
     call = _call(label, dict(scenario.params))
     name = scenario.name if schedule is None else f"{scenario.name} ({schedule.describe()})"
-    pattern = f"{name} keeps {ratio:.0%} {share} ({rating}); {when}"
+    pattern = f"{name} keeps {_format.share(ratio)} {share} ({rating}); {when}"
     return Diagnosis(pattern, cause, fix.format(call=call))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ._optional import require
 from .assertions import check_robust
 from .envs import EnvLike
 from .rollout import DEFAULT_MAX_STEPS
@@ -55,6 +56,7 @@ def find_breaking_schedule(
     search; shrinking the first failure to a minimal one comes on top. Nominal episodes
     are run once and shared by all examples.
     """
+    require("hypothesis", "hypothesis", "find_breaking_schedule")
     from hypothesis import Phase, find, settings
     from hypothesis.errors import NoSuchExample
 

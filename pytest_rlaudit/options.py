@@ -194,7 +194,9 @@ def option_value(config: pytest.Config, dest: str) -> Any:
         return tuple(v for part in value for v in part) if option.repeat else value
     try:
         raw = config.getini(dest)
-    except ValueError as exc:  # a bool ini key with a value pytest cannot read
+    except (ValueError, TypeError, pytest.UsageError) as exc:
+        # A bool key pytest cannot read: pytest < 9.2 raises ValueError, 9.2 a UsageError
+        # that does not name the key.
         raise pytest.UsageError(f"ini option {dest}: {exc}; use true or false") from None
     if raw is None or raw == "" or raw == []:
         return option.default

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._format import fixed, interval, p_value, short_fix
+
 __all__ = ["SUMMARY_SCHEMA", "aggregates", "summary", "table_rows", "markdown", "write_report",
            "short_diagnosis"]
 
@@ -77,15 +79,21 @@ def _order(rec: dict[str, Any]) -> tuple[int, str]:
 def short_diagnosis(rec: dict[str, Any]) -> str:
     """The first clause of the fix ("train with Jitter(env, base=2, jitter=1)"), or ''."""
     diagnosis = rec.get("diagnosis")
-    if not diagnosis:
-        return ""
-    return diagnosis["fix"].split(";")[0].split(" or ")[0].strip()
+    return short_fix(diagnosis["fix"]) if diagnosis else ""
 
 
-def _p(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
+def gated(rec: dict[str, Any]) -> bool:
+    """Whether the record's verdict counted (stress scenarios are reported ungated unless
+    --rl-fail-stress or a marker gates them). Records without the key count."""
+    return "gate" not in rec or rec["gate"] is not None
+
+
+def rating_cell(rec: dict[str, Any], badges: dict[str, str] | None = None) -> str:
+    """The rating as a table shows it, saying "not gated" for a row that gated nothing."""
+    rating = rec["rating"]
+    if not gated(rec):
+        return f"{rating} (not gated)"
+    return badges[rating] if badges else rating
 
 
 def table_rows(records: Sequence[dict[str, Any]]) -> list[tuple[list[str], str]]:
@@ -94,9 +102,9 @@ def table_rows(records: Sequence[dict[str, Any]]) -> list[tuple[list[str], str]]
     rows: list[tuple[list[str], str]] = [(
         ["agent", "env", "scenario", "ratio", f"{level:.0%} CI", "rating", "p", "diagnosis"], "")]
     for rec in sorted(records, key=_order):
-        rows.append(([rec["agent"], rec["env"], rec["scenario"], f"{rec['ratio']:.3f}",
-                      f"{rec['ci_low']:.3f}-{rec['ci_high']:.3f}", rec["rating"],
-                      _p(rec.get("p_value")), short_diagnosis(rec) or "-"], rec["rating"]))
+        rows.append(([rec["agent"], rec["env"], rec["scenario"], fixed(rec["ratio"]),
+                      interval(rec["ci_low"], rec["ci_high"]), rating_cell(rec),
+                      p_value(rec.get("p_value")), short_diagnosis(rec) or "-"], rec["rating"]))
     return rows
 
 
@@ -104,18 +112,26 @@ def markdown(doc: dict[str, Any]) -> str:
     """A PR-ready Markdown summary of a summary.json document."""
     lines = ["## RL robustness audit", ""]
     results = doc["results"]
+    problems = [f"- lost with a crashed xdist worker: `{x['nodeid']}`" for x in doc.get("lost", [])]
+    problems += [f"- error: `{x['nodeid']}`: {x['message']}" for x in doc.get("errors", [])]
     if not results:
-        return "\n".join([*lines, "No audit results.", ""])
+        note = [doc["note"], ""] if doc.get("note") else []
+        return "\n".join([*lines, "No audit results.", "", *note, *problems,
+                          *([""] if problems else [])])
     lines += ["| agent | env | scenario | ratio | CI | rating | p | diagnosis |",
               "|---|---|---|---:|---|---|---:|---|"]
     for rec in results:
         lines.append(
-            f"| {rec['agent']} | {rec['env']} | {rec['scenario']} | {rec['ratio']:.3f} | "
-            f"{rec['ci_low']:.3f}-{rec['ci_high']:.3f} | {_BADGE[rec['rating']]} | "
-            f"{_p(rec.get('p_value'))} | {short_diagnosis(rec) or '-'} |")
+            f"| {rec['agent']} | {rec['env']} | {rec['scenario']} | {fixed(rec['ratio'])} | "
+            f"{interval(rec['ci_low'], rec['ci_high'])} | {rating_cell(rec, _BADGE)} | "
+            f"{p_value(rec.get('p_value'))} | {short_diagnosis(rec) or '-'} |")
+    if not all(gated(r) for r in results):
+        lines += ["", "*not gated*: reported only, these rows cannot fail the run (stress "
+                      "scenarios, unless `--rl-fail-stress` or an `rl_threshold` marker gates them)."]
+    lines += ["", *problems] if problems else []
     lines.append("")
     for agg in doc["aggregates"]:
-        parts = [f"{cat} {_BADGE[agg[cat]['rating']]} (min ratio {agg[cat]['score']:.3f}, "
+        parts = [f"{cat} {_BADGE[agg[cat]['rating']]} (min ratio {fixed(agg[cat]['score'])}, "
                  f"{agg[cat]['scenario']})" for cat in ("deployment", "stress") if agg[cat]]
         lines.append(f"- **{agg['agent']}** on {agg['env']}: {'; '.join(parts) or 'no suites'}")
     if doc.get("comparison"):
@@ -138,9 +154,9 @@ _STATUS = {"regressed": "❌ regressed", "worse": "🟠 worse", "improved": "✅
 
 def _comparison_markdown(comparison: dict[str, Any]) -> list[str]:
     """The comparison with a baseline: the decision, then every row that changed."""
-    decision = comparison["decision"]
-    badge = "✅ **ship**" if decision == "ship" else "❌ **hold**"
-    tolerances = ", ".join(comparison["tolerances"]) or "none (report only)"
+    badge = {"ship": "✅ **ship**", "hold": "❌ **hold**"}.get(comparison["decision"],
+                                                             "ℹ️ **report only**")
+    tolerances = ", ".join(comparison["tolerances"]) or "none (report only: nothing was gated)"
     lines = [f"### Compared with the baseline: {badge}", "",
              f"Baseline `{comparison.get('baseline', '?')}`; fail tolerances: {tolerances}.", ""]
     changed = [c for c in comparison["changes"] if c["status"] != "same"]

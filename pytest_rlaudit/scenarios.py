@@ -133,6 +133,10 @@ class Scenario:
         label = getattr(self.perturbation, "__name__", repr(self.perturbation))
         return f"Scenario({self.name!r}, {self.category}, {label}({args}))"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis prints failing examples through this (see Schedule._repr_pretty_).
+        printer.text(repr(self))
+
     def __hash__(self) -> int:
         return hash((self.name, self.category, self.perturbation,
                      tuple(sorted((k, repr(v)) for k, v in self.params.items()))))

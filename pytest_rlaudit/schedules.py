@@ -301,6 +301,11 @@ class Schedule:
             parts.append(f"period={self.period}")
         return f"Schedule({', '.join(parts)})"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis (and IPython) print through this: without it, a failing example made
+        # by a strategy's .map() prints as the mapping call, not as this readable repr.
+        printer.text(repr(self))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``{"speed": [[1, 20], [5, 20]], ...}``; a last count of null holds
         for ever; ``"period"`` only when periodic."""

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ._capture import capture_checks
+from ._format import fixed, interval
 from .options import option_value
 
 __all__ = ["AuditSession", "ScenarioItem", "XdistHooks", "RECORD_KEY", "is_rl_item"]
@@ -64,6 +65,8 @@ class AuditSession:
         self.baseline: dict[str, Any] | None = None  # --rl-compare's document
         self.comparison: Any = None
         self.saved: str | None = None  # what --rl-save did, for the terminal
+        self.errors: list[dict[str, str]] = []  # audit tests that failed without a result
+        self._overridden: set[str] = set()  # rl_agent / rl_env overrides already warned of
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Check --rl-save's target and load --rl-compare's baseline before anything runs."""
@@ -144,6 +147,31 @@ class AuditSession:
             raise pytest.UsageError(f"--rl-scenarios: {exc}") from None
 
     # --------------------------------------------------------------------- running
+
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> None:
+        """Say so when a conftest fixture overrides rl_agent or rl_env although --rl-agent or
+        --rl-env was given: the option would otherwise be ignored without a word."""
+        name = fixturedef.argname
+        if name not in ("rl_agent", "rl_env") or name in self._overridden:
+            return
+        given = self.settings[name]
+        func = getattr(fixturedef, "func", None)
+        if not given or getattr(func, "__module__", None) == f"{__package__}.plugin":
+            return
+        self._overridden.add(name)
+        import inspect
+        import warnings
+
+        try:
+            where = f"{inspect.getsourcefile(func)}:{inspect.getsourcelines(func)[1]}"
+        except (TypeError, OSError):
+            where = getattr(func, "__qualname__", "a fixture of the repo's own")
+        flag = "--" + name.replace("_", "-")
+        warnings.warn(pytest.PytestConfigWarning(
+            f"{flag} {given} is not used: the {name} fixture at {where} overrides it, and the "
+            f"audit tests use what that fixture returns. To audit {given} with these tests, "
+            f"make that fixture take pytestconfig and return "
+            f"pytestconfig.getoption({name!r}) when it is set."), stacklevel=1)
 
     def default_agent(self) -> Any:
         if not self.settings["rl_agent"]:
@@ -257,14 +285,21 @@ class AuditSession:
         if record is not None:  # before the report exists: JUnit reads user_properties
             item.user_properties.extend(_junit_properties(record))
         outcome = yield
+        report = outcome.get_result()
         if record is not None:
-            report = outcome.get_result()
             report.rl_audit = json.dumps(record)
             if report.failed and record["diagnosis"]:
                 report.sections.append(("rl audit diagnosis", _diagnosis_text(record)))
+        elif report.failed and self.enabled and is_rl_item(item):
+            report.rl_error = True  # an audit that left no result: the reports list it
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if getattr(report, "rl_error", False):
+            crash = getattr(report.longrepr, "reprcrash", None)
+            message = crash.message if crash is not None else str(report.longrepr)
+            self.errors.append({"nodeid": report.nodeid, "when": report.when,
+                                "message": (message.strip().splitlines() or ["?"])[0]})
         data = getattr(report, "rl_audit", None)
         if data is None or report.when != "call":
             return
@@ -277,7 +312,7 @@ class AuditSession:
             if writer is not None:
                 writer.write_line(
                     f"    rl audit: {record['agent']} / {record['scenario']}: ratio "
-                    f"{record['ratio']:.3f} ({record['ci_low']:.3f}-{record['ci_high']:.3f}) "
+                    f"{fixed(record['ratio'])} ({interval(record['ci_low'], record['ci_high'])}) "
                     f"{record['rating']}", **_COLOURS[record["rating"]])
 
     def scenario_of(self, nodeid: str) -> str | None:
@@ -335,11 +370,12 @@ class AuditSession:
         if c.power_note:
             tr.write_line(f"note: {c.power_note}", yellow=True, bold=True)
         decision, _, why = c.summary().partition(": ")
-        tr.write_line(f"{decision.upper()}: {why}",
-                      **({"green": True} if c.decision == "ship" else {"red": True, "bold": True}))
+        colour = {"ship": {"green": True}, "hold": {"red": True, "bold": True}}.get(
+            c.decision, {"yellow": True} if c.drops else {})
+        tr.write_line(f"{decision.upper()}: {why}", **colour)
 
     def _audit_section(self, terminalreporter: Any) -> None:
-        if not (self.records or self.lost):
+        if not (self.records or self.lost or self.errors or self.report_paths):
             return
         from .report import aggregates, table_rows
 
@@ -348,7 +384,11 @@ class AuditSession:
             terminalreporter.write_line(
                 f"lost: scenario {lost['scenario']} ({lost['nodeid']}): its xdist worker "
                 "crashed, so it has no result", red=True, bold=True)
+        for error in self.errors:
+            terminalreporter.write_line(f"error: {error['nodeid']}: {error['message']}",
+                                        red=True, bold=True)
         if not self.records:
+            self._report_line(terminalreporter)
             return
         rows = table_rows(self.records)
         widths = [max(len(cells[i]) for cells, _ in rows) for i in range(len(rows[0][0]) - 1)]
@@ -364,7 +404,7 @@ class AuditSession:
                     "degrades" if rec["rating"] == "MILD" else "holds")
                 terminalreporter.write_line(
                     f"{rec['nodeid']}: {what}: {verb} when {rec['schedule']['description']} "
-                    f"(ratio {rec['ratio']:.3f}, {rec['rating']}): {rec['schedule']['repr']}",
+                    f"(ratio {fixed(rec['ratio'])}, {rec['rating']}): {rec['schedule']['repr']}",
                     **_COLOURS[rec["rating"]])
         for agg in aggregates(self.records):
             if not (agg["deployment"] or agg["stress"]):
@@ -375,8 +415,11 @@ class AuditSession:
                     a = agg[category]
                     terminalreporter.write(f"  {category} ", bold=True)
                     terminalreporter.write(a["rating"], **_COLOURS[a["rating"]])
-                    terminalreporter.write(f" (min ratio {a['score']:.3f}, {a['scenario']})")
+                    terminalreporter.write(f" (min ratio {fixed(a['score'])}, {a['scenario']})")
             terminalreporter.write_line("")
+        self._report_line(terminalreporter)
+
+    def _report_line(self, terminalreporter: Any) -> None:
         if self.report_paths:
             terminalreporter.write_sep(
                 "-", f"rl audit report: {', '.join(str(p) for p in self.report_paths)}")
@@ -387,13 +430,23 @@ class AuditSession:
             return
         if self.settings["rl_save"]:
             self._save(session, exitstatus)
-        if not (self.records or self.lost):
-            return
-        from . import __version__
-        from .report import aggregates, summary, write_report
+        if self.settings["rl_report"]:  # always: a CI artifact step expects the folder
+            from . import __version__
+            from .report import summary, write_report
 
+            extra: dict[str, Any] = {"seed": self.settings["rl_seed"], "lost": self.lost,
+                                     "errors": self.errors}
+            if not self.enabled:
+                extra["note"] = "audit tests were skipped: run with --rl-audit"
+            if self.comparison is not None:
+                extra["comparison"] = {"baseline": str(self.settings["rl_compare"]),
+                                       **self.comparison.to_dict()}
+            doc = summary(self.records, version=__version__, extra=extra)
+            self.report_paths = write_report(doc, self.settings["rl_report"])
         xml = _junit_writer(self.config)
-        if xml is not None:
+        if xml is not None and self.records:
+            from .report import aggregates
+
             groups = aggregates(self.records)
             for agg in groups:
                 suffix = "" if len(groups) == 1 else f"[{agg['agent']}@{agg['env']}]"
@@ -402,13 +455,6 @@ class AuditSession:
                         xml.add_global_property(f"rl.{category}{suffix}", agg[category]["rating"])
             if self.comparison is not None:
                 xml.add_global_property("rl.compare", self.comparison.decision)
-        if self.settings["rl_report"]:
-            extra: dict[str, Any] = {"seed": self.settings["rl_seed"], "lost": self.lost}
-            if self.comparison is not None:
-                extra["comparison"] = {"baseline": str(self.settings["rl_compare"]),
-                                       **self.comparison.to_dict()}
-            doc = summary(self.records, version=__version__, extra=extra)
-            self.report_paths = write_report(doc, self.settings["rl_report"])
 
     def _save(self, session: pytest.Session, exitstatus: int) -> None:
         """Write --rl-save's baseline; a partial run is saved marked and said to be partial."""
@@ -549,7 +595,7 @@ def _junit_properties(record: dict[str, Any]) -> list[tuple[str, str]]:
 def _diagnosis_text(record: dict[str, Any]) -> str:
     d = record["diagnosis"]
     return (f"{record['agent']} on {record['env']}, scenario {record['scenario']}: ratio "
-            f"{record['ratio']:.3f} ({record['ci_low']:.3f}-{record['ci_high']:.3f}), "
+            f"{fixed(record['ratio'])} ({interval(record['ci_low'], record['ci_high'])}), "
             f"{record['rating']}\n"
             f"what broke:   {d['pattern']}\nlikely cause: {d['cause']}\nfix:          {d['fix']}\n")
 

@@ -22,8 +22,9 @@ example reads ``Schedule(speed=[1]*20 + [4]*3)``, not ``sigma=0.3183...``.
 
 Everything random in a schedule-driven rollout is derived from the audit seed, so the
 test is a deterministic function of the drawn schedule, which hypothesis needs to
-replay and shrink. This module imports hypothesis; nothing else in the package does
-until it is used.
+replay and shrink. This module imports hypothesis, an optional dependency
+(``pip install 'pytest-rlaudit[hypothesis]'``); nothing else in the package does until
+it is used.
 """
 
 from __future__ import annotations
@@ -31,8 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis import strategies as st
+from ._optional import require
+
+require("hypothesis", "hypothesis", "pytest_rlaudit.strategies")
+
+from hypothesis import HealthCheck, Phase, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from . import scenarios as registry
 from .scenarios import Scenario

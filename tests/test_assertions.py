@@ -108,7 +108,7 @@ def test_failure_message_is_readable_on_its_own(fragile_spike_error):
     lo, hi = result.ci
     assert "scenario 'spike'" in text
     assert f"ratio {result.ratio:.3f}" in text
-    assert f"95% CI {lo:.3f}-{hi:.3f}" in text
+    assert f"95% CI {lo:.3f} to {hi:.3f}" in text
     assert "rated FAIL" in text
     required = next(x for x in text.splitlines() if "required:" in x)
     assert "0.8" in required and "in 'point' mode" in required  # the default gate: MILD

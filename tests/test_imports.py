@@ -49,3 +49,43 @@ def test_pytest_with_the_plugin_imports_nothing_heavy(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
                           str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
     assert "HEAVY=\n" in out.stdout, out.stdout
+
+
+def test_every_public_error_and_helper_the_readme_names_imports_from_the_package():
+    import pytest_rlaudit
+    from pytest_rlaudit import errors
+
+    for name in ("check_robust", "ReferenceScoreError", "RolloutCapWarning", *errors.__all__):
+        assert name in pytest_rlaudit.__all__
+        assert getattr(pytest_rlaudit, name) is not None
+    assert pytest_rlaudit.RolloutCapWarning is errors.RolloutCapWarning
+
+
+def test_the_readme_import_lines_work():
+    import importlib
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    lines = re.findall(r"^\s*from (pytest_rlaudit[\w.]*) import ([\w, ]+)$", readme, re.M)
+    assert len(lines) >= 5
+    for module, names in lines:
+        imported = importlib.import_module(module)
+        for name in (n.strip() for n in names.split(",")):
+            assert hasattr(imported, name), f"README: from {module} import {name}"
+
+
+def test_without_hypothesis_the_strategies_name_the_extra_that_installs_it(monkeypatch):
+    import sys
+
+    import pytest
+
+    from pytest_rlaudit import find_breaking_schedule
+
+    monkeypatch.setitem(sys.modules, "hypothesis", None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, "pytest_rlaudit.strategies", raising=False)
+    with pytest.raises(ImportError, match=r"pytest_rlaudit\.strategies needs hypothesis, which "
+                                          r"is not installed: pip install 'pytest-rlaudit\[hypothesis\]'"):
+        import pytest_rlaudit.strategies  # noqa: F401
+    with pytest.raises(ImportError, match=r"find_breaking_schedule needs hypothesis.*\[hypothesis\]"):
+        find_breaking_schedule("random", "CartPole-v1")

@@ -91,8 +91,11 @@ def test_without_fail_tolerances_a_comparison_only_reports(tester, baseline):
     result = tester.runpytest(*zero_config("fragile", f"--rl-compare={baseline}",
                                            "--rl-min-rating", "FAIL"))
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["WORSE      rl-audit::spike  spike: mean return 439.1 -> 216.9*",
-                                 "SHIP: *no tolerance (report only)*"])
+    result.stdout.fnmatch_lines([
+        "WORSE      rl-audit::spike  spike: mean return 439.1 -> 216.9*",
+        "REPORT ONLY: no fail tolerance was given (--rl-compare-fail), so nothing was gated; "
+        "* significant drop(s): *rl-audit::spike (return)*"])
+    assert "SHIP" not in result.stdout.str() and "HOLD" not in result.stdout.str()
 
 
 def test_an_improvement_is_reported(tester, tmp_path):
@@ -175,7 +178,8 @@ def test_save_replaces_a_baseline_and_compare_can_update_it_in_one_run(tester, b
     result = tester.runpytest(*zero_config("robust", f"--rl-compare={baseline}",
                                            f"--rl-save={baseline}"))
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["SHIP:*", "*rl audit baseline: saved 2 results to *baseline.json*"])
+    result.stdout.fnmatch_lines(["REPORT ONLY:*no significant drop*",
+                                 "*rl audit baseline: saved 2 results to *baseline.json*"])
     assert json.loads(baseline.read_text())["created"] >= before
 
 

@@ -39,14 +39,17 @@ def rec(scenario: str, ratio: float, *, agent: str = "PPO", env: str = "CartPole
         p_value: float | None = 0.01, diagnosis: dict[str, str] | None = None,
         thresholds: dict[str, float] | None = None, **extra: Any) -> dict[str, Any]:
     thresholds = thresholds or DEFAULT_THRESHOLDS
+    category = category or ("stress" if scenario == "speed_5x" else "deployment")
+    gate = None if category == "stress" else {"min_ratio": None, "min_rating": "MILD",
+                                              "mode": "point"}  # as the plugin gates
     out = {
         "nodeid": nodeid or f"test_x.py::test_x[{scenario}]",
         "agent": agent, "env": env, "scenario": scenario,
-        "category": category or ("stress" if scenario == "speed_5x" else "deployment"),
+        "category": category,
         "episodes": 30, "seed": 0, "ratio": ratio,
         "ci_low": max(0.0, ratio - 0.1), "ci_high": min(1.0, ratio + 0.05),
         "confidence": 0.95, "p_value": p_value, "rating": _rating(ratio, thresholds),
-        "diagnosis": diagnosis, "gate": None, "passed": True, "thresholds": thresholds,
+        "diagnosis": diagnosis, "gate": gate, "passed": True, "thresholds": thresholds,
         **extra,
     }
     if order is not None:
@@ -175,11 +178,11 @@ def test_table_rows_have_a_header_then_one_row_per_record_in_order():
     assert rows[0] == (["agent", "env", "scenario", "ratio", "95% CI", "rating", "p",
                         "diagnosis"], "")
     assert [cells[2] for cells, _ in rows[1:]] == ["jitter", "spike", "delay"]
-    assert rows[1] == (["PPO", "CartPole-v1", "jitter", "1.000", "0.900-1.000", "PASS", "-",
+    assert rows[1] == (["PPO", "CartPole-v1", "jitter", "1.000", "0.900 to 1.000", "PASS", "-",
                         "-"], "PASS")
     spike, rating = rows[2]
     assert rating == "FAIL"
-    assert spike[3:] == ["0.457", "0.357-0.507", "FAIL", "<0.001", short_diagnosis(records[0])]
+    assert spike[3:] == ["0.457", "0.357 to 0.507", "FAIL", "<0.001", short_diagnosis(records[0])]
     assert rows[3][0][3] == "0.915" and rows[3][0][6] == "0.012"
 
 
@@ -207,12 +210,13 @@ def test_markdown_renders_a_table_the_aggregates_and_the_diagnoses():
     header = lines.index("| agent | env | scenario | ratio | CI | rating | p | diagnosis |")
     assert lines[header + 1] == "|---|---|---|---:|---|---|---:|---|"
     assert lines[header + 2:header + 6] == [
-        "| PPO | CartPole-v1 | jitter | 0.639 | 0.539-0.689 | 🟠 DEGRADED | 0.125 | "
+        "| PPO | CartPole-v1 | jitter | 0.639 | 0.539 to 0.689 | 🟠 DEGRADED | 0.125 | "
         "train with Jitter(env, base=2, jitter=1) (a randomised control period) |",
-        "| PPO | CartPole-v1 | delay | 1.000 | 0.900-1.000 | ✅ PASS | - | - |",
-        "| PPO | CartPole-v1 | speed_5x | 0.291 | 0.191-0.341 | ❌ FAIL | <0.001 | - |",
-        "| SAC | CartPole-v1 | jitter | 0.970 | 0.870-1.000 | ✅ PASS | 0.010 | - |",
+        "| PPO | CartPole-v1 | delay | 1.000 | 0.900 to 1.000 | ✅ PASS | - | - |",
+        "| PPO | CartPole-v1 | speed_5x | 0.291 | 0.191 to 0.341 | FAIL (not gated) | <0.001 | - |",
+        "| SAC | CartPole-v1 | jitter | 0.970 | 0.870 to 1.000 | ✅ PASS | 0.010 | - |",
     ]
+    assert lines[header + 7].startswith("*not gated*: reported only")
     assert ("- **PPO** on CartPole-v1: deployment 🟠 DEGRADED (min ratio 0.639, jitter); "
             "stress ❌ FAIL (min ratio 0.291, speed_5x)") in lines
     assert "- **SAC** on CartPole-v1: deployment ✅ PASS (min ratio 0.970, jitter)" in lines
@@ -235,6 +239,31 @@ def test_markdown_of_an_agent_without_suite_scenarios_says_so():
 
 def test_markdown_without_results():
     assert markdown(_doc([])) == "## RL robustness audit\n\nNo audit results.\n"
+
+
+def test_markdown_without_results_lists_the_audits_that_errored_and_why():
+    doc = {**_doc([]), "errors": [{"nodeid": "rl-audit::jitter", "when": "call",
+                                    "message": "PolicyError: cannot load 'x.zip'"}],
+           "lost": [{"nodeid": "rl-audit::spike", "scenario": "spike"}]}
+    lines = markdown(doc).splitlines()
+    assert "No audit results." in lines
+    assert "- error: `rl-audit::jitter`: PolicyError: cannot load 'x.zip'" in lines
+    assert "- lost with a crashed xdist worker: `rl-audit::spike`" in lines
+
+
+def test_a_gated_stress_row_is_an_ordinary_row():
+    gated = rec("speed_5x", 0.291, gate={"min_ratio": 0.5, "min_rating": None, "mode": "point"})
+    assert table_rows([gated])[1][0][5] == "FAIL"
+    text = markdown(_doc([gated]))
+    assert "| ❌ FAIL |" in text and "not gated" not in text
+
+
+def test_negative_ratios_and_intervals_read_unambiguously():
+    tiny = rec("jitter", -0.0004, ci_low=-0.0012, ci_high=-0.0004)
+    assert table_rows([tiny])[1][0][3:5] == ["0.000", "-0.001 to 0.000"]
+    below = rec("jitter", -0.5, ci_low=-0.923, ci_high=-0.1)
+    assert table_rows([below])[1][0][3:5] == ["-0.500", "-0.923 to -0.100"]
+    assert "| -0.500 | -0.923 to -0.100 |" in markdown(_doc([below]))
 
 
 # ============================================================================ write_report

@@ -108,6 +108,22 @@ def test_a_comparison_says_when_too_few_episodes_make_it_blind():
                            [_record("t::x", "spike", perturbed, nominal)]).power_note is None
 
 
+def test_a_comparison_without_tolerances_only_reports_and_lists_its_significant_drops():
+    nominal, perturbed = _episodes()
+    base = [_record("t::a[spike]", "spike", perturbed, nominal)]
+    now = [_record("t::a[spike]", "spike", perturbed * 0.1, nominal)]
+    c = compare_records(base, now)  # no tolerance: nothing gates
+    assert [ch.status for ch in c.drops] == ["worse", "worse"] and not c.regressions
+    assert c.decision == "report" and json.loads(json.dumps(c.to_dict()))["decision"] == "report"
+    assert c.summary() == ("report only: no fail tolerance was given (--rl-compare-fail), so "
+                           "nothing was gated; 2 significant drop(s): t::a[spike] (return), "
+                           "t::a[spike] (ratio)")
+    assert "ship" not in c.summary()
+    same = compare_records(base, base)
+    assert same.decision == "report" and same.summary().endswith(
+        "no significant drop in 3 comparisons")
+
+
 def test_ratio_change_intervals_are_reproducible_and_point_for_identical_runs():
     nominal, perturbed = _episodes()
     assert ratio_change_ci(nominal, perturbed, nominal, perturbed) == (0.0, 0.0)
