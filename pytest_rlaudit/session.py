@@ -148,15 +148,23 @@ class AuditSession:
 
     # --------------------------------------------------------------------- running
 
-    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> None:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any):
         """Say so when a conftest fixture overrides rl_agent or rl_env although --rl-agent or
-        --rl-env was given: the option would otherwise be ignored without a word."""
+        --rl-env was given, and returns something else: the option would otherwise be
+        ignored without a word."""
+        outcome = yield
         name = fixturedef.argname
         if name not in ("rl_agent", "rl_env") or name in self._overridden:
             return
         given = self.settings[name]
         func = getattr(fixturedef, "func", None)
         if not given or getattr(func, "__module__", None) == f"{__package__}.plugin":
+            return
+        try:
+            if outcome.get_result() == given:  # the fixture passes the option on
+                return
+        except BaseException:  # the fixture failed: pytest reports that
             return
         self._overridden.add(name)
         import inspect
@@ -291,15 +299,18 @@ class AuditSession:
             if report.failed and record["diagnosis"]:
                 report.sections.append(("rl audit diagnosis", _diagnosis_text(record)))
         elif report.failed and self.enabled and is_rl_item(item):
-            report.rl_error = True  # an audit that left no result: the reports list it
+            # an audit that left no result: the reports list it, in collection order
+            report.rl_error = self.order.get(item.nodeid, len(self.order))
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if getattr(report, "rl_error", False):
+        if getattr(report, "rl_error", None) is not None:
             crash = getattr(report.longrepr, "reprcrash", None)
             message = crash.message if crash is not None else str(report.longrepr)
             self.errors.append({"nodeid": report.nodeid, "when": report.when,
-                                "message": (message.strip().splitlines() or ["?"])[0]})
+                                "message": (message.strip().splitlines() or ["?"])[0],
+                                "order": report.rl_error})
+            self.errors.sort(key=lambda e: (e["order"], e["nodeid"]))
         data = getattr(report, "rl_audit", None)
         if data is None or report.when != "call":
             return

@@ -538,6 +538,34 @@ def test_conftest_fixtures_override_the_options(tester: pytest.Pytester):
     result.assert_outcomes(passed=1)
     rec = records(result)["test_override.py::test_x[delay]"]
     assert (rec["agent"], rec["env"]) == ("fragile", "cartpole")
+    # ... and the run says that the options went unused, where, and how to use them
+    result.stdout.fnmatch_lines([
+        "*PytestConfigWarning: --rl-agent agents:robust is not used: the rl_agent fixture at "
+        "*conftest.py:4 overrides it*pytestconfig.getoption('rl_agent') when it is set.",
+        "*PytestConfigWarning: --rl-env Acrobot-v1 is not used: the rl_env fixture at "
+        "*conftest.py:8 overrides it*"], consecutive=False)
+    assert text(result).count("is not used") == 2  # once per option, not per test
+
+
+def test_a_fixture_that_reads_the_option_is_not_warned_about(tester: pytest.Pytester):
+    tester.makeconftest("""
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def rl_agent(pytestconfig):
+            return pytestconfig.getoption("rl_agent") or "agents:fragile"
+    """)
+    tester.makepyfile(test_reads="""
+        import pytest
+
+        @pytest.mark.rl_threshold(min_rating="FAIL")
+        @pytest.mark.rl_scenario("delay")
+        def test_x(rl_audit):
+            rl_audit()
+    """)
+    result = tester.runpytest(*CLI, "--rl-agent", "agents:robust")
+    result.assert_outcomes(passed=1)
+    assert records(result)["test_reads.py::test_x[delay]"]["agent"] == "robust"
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -947,6 +975,32 @@ def test_rl_report_writes_json_markdown_chart_and_the_step_summary(
     assert "<svg" in (out / "summary.svg").read_text()
     assert not list(out.glob(".*.tmp"))
     assert step.read_text() == "previous step\n" + md
+
+
+def test_rl_report_is_written_when_every_audit_errors_and_lists_why(tester: pytest.Pytester):
+    result = tester.runpytest("--rl-audit", "--rl-agent", "agents:no_such_agent", "--rl-env",
+                              "CartPole-v1", "--rl-scenarios", "jitter,delay", "--rl-report", "out")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*= rl audit =*", "error: rl-audit::jitter: *no_such_agent*",
+                                 "error: rl-audit::delay: *no_such_agent*",
+                                 "*rl audit report: out/summary.json, out/summary.md*"])
+    doc = json.loads((tester.path / "out" / "summary.json").read_text())
+    assert doc["results"] == [] and doc["aggregates"] == []
+    assert [(e["nodeid"], e["when"]) for e in doc["errors"]] == [
+        ("rl-audit::jitter", "call"), ("rl-audit::delay", "call")]
+    assert all("no_such_agent" in e["message"] for e in doc["errors"])
+    md = (tester.path / "out" / "summary.md").read_text()
+    assert "No audit results." in md and "- error: `rl-audit::jitter`: " in md
+
+
+def test_rl_report_without_rl_audit_writes_an_empty_summary_that_says_why(
+        tester: pytest.Pytester):
+    tester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = tester.runpytest("--rl-report", "out")
+    result.assert_outcomes(passed=1)
+    doc = json.loads((tester.path / "out" / "summary.json").read_text())
+    assert doc["results"] == [] and doc["note"] == "audit tests were skipped: run with --rl-audit"
+    assert "audit tests were skipped: run with --rl-audit" in (tester.path / "out" / "summary.md").read_text()
 
 
 def test_the_report_line_is_on_a_line_of_its_own_in_quiet_mode(tester: pytest.Pytester):
