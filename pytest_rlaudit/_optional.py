@@ -1,7 +1,9 @@
 """Optional dependencies: import one, or say which extra installs it.
 
->>> require("json", "none", "this example").__name__
+>>> require("json", "this example").__name__
 'json'
+>>> missing("hypothesis", "find_breaking_schedule")
+"find_breaking_schedule needs hypothesis, which is not installed: pip install 'pytest-rlaudit[hypothesis]'"
 """
 
 from __future__ import annotations
@@ -9,10 +11,19 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["require"]
+__all__ = ["require", "missing"]
+
+#: The extra that installs each optional package.
+EXTRAS = {"hypothesis": "hypothesis", "stable_baselines3": "sb3", "matplotlib": "plot"}
 
 
-def require(module: str, extra: str, feature: str) -> ModuleType:
+def missing(package: str, feature: str) -> str:
+    """The message for ``feature`` needing ``package``, which is not installed."""
+    return (f"{feature} needs {package}, which is not installed: "
+            f"pip install 'pytest-rlaudit[{EXTRAS[package]}]'")
+
+
+def require(module: str, feature: str) -> ModuleType:
     """Import ``module`` for ``feature``; if it is not installed, raise an ImportError that
     names the pytest-rlaudit extra which installs it."""
     try:
@@ -21,6 +32,4 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
         top = module.partition(".")[0]
         if exc.name not in (module, top):
             raise  # the module is there but something it imports is not: its own error
-        raise ImportError(
-            f"{feature} needs {top}, which is not installed: "
-            f"pip install 'pytest-rlaudit[{extra}]'") from exc
+        raise ImportError(missing(top, feature)) from exc

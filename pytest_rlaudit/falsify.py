@@ -56,7 +56,7 @@ def find_breaking_schedule(
     search; shrinking the first failure to a minimal one comes on top. Nominal episodes
     are run once and shared by all examples.
     """
-    require("hypothesis", "hypothesis", "find_breaking_schedule")
+    require("hypothesis", "find_breaking_schedule")
     from hypothesis import Phase, find, settings
     from hypothesis.errors import NoSuchExample
 

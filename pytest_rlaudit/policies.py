@@ -46,6 +46,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from gymnasium import spaces
 
+from ._optional import EXTRAS, missing
 from .errors import PolicyError
 
 __all__ = [
@@ -368,12 +369,12 @@ def _algo_class(name: str) -> Any:
         raise PolicyError(
             f"unknown SB3 algorithm {name!r}; known: {', '.join(_SB3_ALGOS + _CONTRIB_ALGOS)}"
         )
-    package, install = (("stable_baselines3", "pip install 'pytest-rlaudit[sb3]'")
-                        if canonical in _SB3_ALGOS else ("sb3_contrib", "pip install sb3-contrib"))
+    package = "stable_baselines3" if canonical in _SB3_ALGOS else "sb3_contrib"
     try:
         return getattr(importlib.import_module(package), canonical)
     except ImportError as exc:
-        raise PolicyError(f"{canonical} needs {package}, which is not installed: {install}") from exc
+        raise PolicyError(missing(package, canonical) if package in EXTRAS else (
+            f"{canonical} needs {package}, which is not installed: pip install sb3-contrib")) from exc
 
 
 def _algo_from_zip(path: Path) -> str:

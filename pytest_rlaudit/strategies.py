@@ -32,12 +32,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ._optional import require
+try:
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis import strategies as st
+except ModuleNotFoundError as exc:  # an optional dependency
+    if exc.name != "hypothesis":
+        raise
+    from ._optional import missing
 
-require("hypothesis", "hypothesis", "pytest_rlaudit.strategies")
-
-from hypothesis import HealthCheck, Phase, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+    raise ImportError(missing("hypothesis", "pytest_rlaudit.strategies")) from exc
 
 from . import scenarios as registry
 from .scenarios import Scenario
