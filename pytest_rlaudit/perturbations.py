@@ -32,8 +32,28 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.wrappers import RepeatAction
 from gymnasium.wrappers import StickyAction as _GymStickyAction
+
+try:
+    from gymnasium.wrappers import RepeatAction
+except ImportError:  # gymnasium < 1.3: the wrapper as gymnasium 1.3 defines it
+
+    class RepeatAction(gym.Wrapper):  # type: ignore[no-redef]
+        """Repeat each action ``num_repeats`` times, summing rewards, until the episode ends."""
+
+        def __init__(self, env: gym.Env, num_repeats: int) -> None:
+            gym.Wrapper.__init__(self, env)
+            self.num_repeats = num_repeats
+
+        def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+            total = 0.0
+            for _ in range(self.num_repeats):
+                obs, reward, terminated, truncated, info = self.env.step(action)
+                total += float(reward)
+                if terminated or truncated:
+                    break
+            return obs, total, terminated, truncated, info
+
 
 from ._seeding import stable_hash
 from .errors import PerturbationError

@@ -65,7 +65,7 @@ class AuditSession:
         self.baseline: dict[str, Any] | None = None  # --rl-compare's document
         self.comparison: Any = None
         self.saved: str | None = None  # what --rl-save did, for the terminal
-        self.errors: list[dict[str, str]] = []  # audit tests that failed without a result
+        self.errors: list[dict[str, Any]] = []  # audit tests that failed without a result
         self._overridden: set[str] = set()  # rl_agent / rl_env overrides already warned of
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -318,7 +318,7 @@ class AuditSession:
         record["outcome"] = (("xfailed" if report.skipped else "xpassed")
                              if hasattr(report, "wasxfail") else report.outcome)
         self.records.append(record)
-        if self.config.get_verbosity() > 0 and not _is_worker(self.config):
+        if self.config.getoption("verbose") > 0 and not _is_worker(self.config):
             writer = self.config.pluginmanager.get_plugin("terminalreporter")
             if writer is not None:
                 writer.write_line(
@@ -626,9 +626,15 @@ class ScenarioItem(pytest.Item):
         from .assertions import RobustnessError
         from .errors import RLAuditError
 
-        # Our errors say what went wrong and what to do; a traceback would bury that.
+        # Our errors say what went wrong and what to do; a traceback would bury that. The
+        # "value" style shows the message alone; its crash line (pytest's short summary,
+        # JUnit's message attribute) gets the message without the exception's class path.
         if isinstance(excinfo.value, (RobustnessError, RLAuditError)):
-            return str(excinfo.value)
+            shown = excinfo.getrepr(style="value")
+            crash = getattr(shown, "reprcrash", None)
+            if crash is not None:
+                crash.message = str(excinfo.value)
+            return shown
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[str, None, str]:
