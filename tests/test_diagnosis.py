@@ -329,3 +329,12 @@ def test_a_subclass_of_a_known_wrapper_gets_its_parents_advice():
     d = diagnosis_of(Scenario("gpu_jitter", "custom", SlowGpuJitter, {"base": 3, "jitter": 2}))
     assert "fixed control period" in d.cause
     assert "SlowGpuJitter(env, base=3, jitter=2)" in d.fix
+
+
+@pytest.mark.parametrize(("ratio", "kept"), [(-0.0004, "keeps 0% of"), (-0.5, "keeps none of"),
+                                             (0.004, "keeps 0% of"), (0.208, "keeps 21% of")])
+def test_the_share_kept_never_reads_as_a_negative_percentage(ratio, kept):
+    d = diagnose(scenarios.get("jitter"), nominal_env_steps=np.array([500, 500]),
+                 perturbed_env_steps=np.array([20, 30]), parting=None, ratio=ratio, rating="FAIL")
+    assert kept in d.pattern and "-0%" not in d.pattern
+    assert d.short().startswith(f"jitter {kept} the nominal return (FAIL); train with Jitter(")
