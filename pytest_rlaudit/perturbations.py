@@ -152,20 +152,36 @@ def _noisy_action(space: gym.Space, action: Any, sigma: float, rng: np.random.Ge
 # ---------------------------------------------------------------------- the base mixin
 
 
-class Perturbation:
-    """Mixin giving a wrapper its own seeded generator (``self.rng``).
+class Perturbation(gym.utils.RecordConstructorArgs):
+    """Base of every perturbation wrapper: its own seeded generator and its arguments.
 
-    ``seed_perturbation(seed)`` pins the generator for the next reset (the audit runner
-    uses it); otherwise ``reset(seed=s)`` derives it from ``s`` and the class name, and
-    ``reset()`` without a seed continues the current stream.
+    Put it first among a wrapper's bases and call ``_init_perturbation(**arguments)``
+    first in ``__init__``, with the arguments that rebuild the wrapper: gymnasium then
+    rebuilds it from the env's spec (``gym.make(env.spec)``), and ``reset`` reseeds
+    ``self.rng``. ``seed_perturbation(seed)`` pins the generator for the next reset (the
+    audit runner uses it); otherwise ``reset(seed=s)`` derives it from ``s`` and the class
+    name, and ``reset()`` without a seed continues the current stream. A wrapper with
+    state of its own overrides ``reset``, calling ``super().reset(...)`` first.
+
+    >>> import gymnasium as gym
+    >>> env = ObservationNoise(gym.make("CartPole-v1"), sigma=0.2)
+    >>> gym.make(env.spec)
+    <ObservationNoise<TimeLimit<OrderEnforcing<PassiveEnvChecker<CartPoleEnv<CartPole-v1>>>>>>
     """
 
     rng: np.random.Generator
     _pinned: bool = False
 
-    def _init_rng(self) -> None:
+    def _init_perturbation(self, **arguments: Any) -> None:
+        # RecordConstructorArgs keeps the first call's arguments, so the outermost class,
+        # calling this before its gymnasium parent's __init__, records its own names.
+        gym.utils.RecordConstructorArgs.__init__(self, **arguments)
         self.rng = np.random.default_rng()
         self._pinned = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._on_reset(seed)
+        return super().reset(seed=seed, options=options)  # type: ignore[misc]
 
     def seed_perturbation(self, seed: int | np.random.SeedSequence) -> None:
         """Seed this wrapper's generator; the next ``reset`` keeps it."""
@@ -204,7 +220,7 @@ def seed_perturbations(env: gym.Env, seed: np.random.SeedSequence) -> None:
 # ------------------------------------------------------------------------ timing
 
 
-class Speed(RepeatAction, Perturbation):
+class Speed(Perturbation, RepeatAction):
     """Speed ``k``: each agent action is held for ``k`` environment steps.
 
     Rewards are summed, the agent sees the last observation, and the repeat stops early
@@ -220,30 +236,25 @@ class Speed(RepeatAction, Perturbation):
 
     def __init__(self, env: gym.Env, k: int = 5) -> None:
         k = _int_arg("Speed", "k", k, minimum=1)
+        self._init_perturbation(k=k)
         RepeatAction.__init__(self, env, num_repeats=k)
-        self._init_rng()
         self.k = k
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
-        return self.env.reset(seed=seed, options=options)
 
-
-class _VariableRepeat(gym.Wrapper, Perturbation):
+class _VariableRepeat(Perturbation, gym.Wrapper):
     """Hold each action for a per-step number of environment steps (``_next_k``)."""
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(self, env: gym.Env, **arguments: Any) -> None:
+        self._init_perturbation(**arguments)
         gym.Wrapper.__init__(self, env)
-        self._init_rng()
         self.agent_step = 0
 
     def _next_k(self) -> int:
         raise NotImplementedError
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
         self.agent_step = 0
-        return self.env.reset(seed=seed, options=options)
+        return super().reset(seed=seed, options=options)
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         k = self._next_k()
@@ -274,13 +285,13 @@ class Jitter(_VariableRepeat):
     def __init__(self, env: gym.Env, base: int = 2, jitter: int = 1) -> None:
         self.base = _int_arg("Jitter", "base", base, minimum=1)
         self.jitter = _int_arg("Jitter", "jitter", jitter, minimum=0)
-        super().__init__(env)
+        super().__init__(env, base=self.base, jitter=self.jitter)
 
     def _next_k(self) -> int:
         return max(1, self.base + int(self.rng.integers(-self.jitter, self.jitter + 1)))
 
 
-class Scheduled(gym.Wrapper, Perturbation):
+class Scheduled(Perturbation, gym.Wrapper):
     """Apply a :class:`~pytest_rlaudit.schedules.Schedule` step by step.
 
     At agent step ``t`` (0 after reset) the action gets the schedule's action noise
@@ -315,8 +326,8 @@ class Scheduled(gym.Wrapper, Perturbation):
         if "action_noise" in channels:
             _check_action_noise(env.action_space, schedule.max_value("action_noise"),
                                 "a schedule with action_noise")
+        self._init_perturbation(schedule=schedule)
         gym.Wrapper.__init__(self, env)
-        self._init_rng()
         self.schedule = schedule
         self.agent_step = 0
         horizon = schedule.horizon()
@@ -335,10 +346,9 @@ class Scheduled(gym.Wrapper, Perturbation):
         return table[t] if t < len(table) else self._after[channel]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
+        obs, info = super().reset(seed=seed, options=options)
         self._obs_rng, self._act_rng = self.rng.spawn(2)
         self.agent_step = 0
-        obs, info = self.env.reset(seed=seed, options=options)
         self._history.clear()
         self._history.append(obs)
         return obs, info
@@ -392,6 +402,7 @@ class SpeedSchedule(Scheduled):
             _int_arg("SpeedSchedule", f"speeds[{i}]", k, minimum=1) for i, k in enumerate(speeds)
         )
         self.after = _int_arg("SpeedSchedule", "after", after, minimum=1)
+        self._init_perturbation(speeds=list(self.speeds), after=self.after)
         super().__init__(env, self._schedule_of(self.speeds, self.after))
 
     @classmethod
@@ -422,7 +433,7 @@ spike._schedule_of = _spike_schedule  # type: ignore[attr-defined]  # the spike 
 # ------------------------------------------------------------------ observations
 
 
-class ObservationDelay(gym.Wrapper, Perturbation):
+class ObservationDelay(Perturbation, gym.Wrapper):
     """The agent sees the observation of ``steps`` agent steps earlier.
 
     ``reset`` returns the fresh observation; until ``steps`` steps have passed, ``step``
@@ -441,13 +452,12 @@ class ObservationDelay(gym.Wrapper, Perturbation):
 
     def __init__(self, env: gym.Env, steps: int = 1) -> None:
         self.steps = _int_arg("ObservationDelay", "steps", steps, minimum=0)
+        self._init_perturbation(steps=self.steps)
         gym.Wrapper.__init__(self, env)
-        self._init_rng()
         self._queue: deque[Any] = deque(maxlen=self.steps + 1)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
-        obs, info = self.env.reset(seed=seed, options=options)
+        obs, info = super().reset(seed=seed, options=options)
         self._queue.clear()
         self._queue.extend([obs] * (self.steps + 1))
         return obs, info
@@ -458,7 +468,7 @@ class ObservationDelay(gym.Wrapper, Perturbation):
         return self._queue[0], reward, terminated, truncated, info
 
 
-class ObservationNoise(gym.Wrapper, Perturbation):
+class ObservationNoise(Perturbation, gym.Wrapper):
     """I.i.d. Gaussian noise of std ``sigma`` added to every step observation.
 
     The reset observation is clean; values are not clipped to the observation space
@@ -474,12 +484,8 @@ class ObservationNoise(gym.Wrapper, Perturbation):
     def __init__(self, env: gym.Env, sigma: float = 0.1) -> None:
         self.sigma = _float_arg("ObservationNoise", "sigma", sigma)
         _require_box_obs("ObservationNoise", env)
+        self._init_perturbation(sigma=self.sigma)
         gym.Wrapper.__init__(self, env)
-        self._init_rng()
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
-        return self.env.reset(seed=seed, options=options)
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -488,7 +494,7 @@ class ObservationNoise(gym.Wrapper, Perturbation):
         return noisy.astype(obs.dtype, copy=False), reward, terminated, truncated, info
 
 
-class DroppedObservation(gym.Wrapper, Perturbation):
+class DroppedObservation(Perturbation, gym.Wrapper):
     """Dropped sensor frames: with probability ``p`` a step's observation is lost.
 
     The agent then sees the last observation it did get (the observation stays
@@ -501,13 +507,12 @@ class DroppedObservation(gym.Wrapper, Perturbation):
 
     def __init__(self, env: gym.Env, p: float = 0.1) -> None:
         self.p = _float_arg("DroppedObservation", "p", p, high=1.0, high_open=True)
+        self._init_perturbation(p=self.p)
         gym.Wrapper.__init__(self, env)
-        self._init_rng()
         self._last: Any = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
-        obs, info = self.env.reset(seed=seed, options=options)
+        obs, info = super().reset(seed=seed, options=options)
         self._last = obs
         return obs, info
 
@@ -521,7 +526,7 @@ class DroppedObservation(gym.Wrapper, Perturbation):
 # ----------------------------------------------------------------------- actions
 
 
-class ActionNoise(gym.ActionWrapper, Perturbation):
+class ActionNoise(Perturbation, gym.ActionWrapper):
     """Noise on the executed action.
 
     Box actions: Gaussian noise of std ``sigma`` times half the action range is added and
@@ -536,18 +541,14 @@ class ActionNoise(gym.ActionWrapper, Perturbation):
 
     def __init__(self, env: gym.Env, sigma: float = 0.1) -> None:
         self.sigma = _check_action_noise(env.action_space, sigma, "ActionNoise")
+        self._init_perturbation(sigma=self.sigma)
         gym.ActionWrapper.__init__(self, env)
-        self._init_rng()
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
-        return self.env.reset(seed=seed, options=options)
 
     def action(self, action: Any) -> Any:
         return _noisy_action(self.env.action_space, action, self.sigma, self.rng)
 
 
-class StickyAction(_GymStickyAction, Perturbation):
+class StickyAction(Perturbation, _GymStickyAction):
     """With probability ``p`` the env repeats the previous action instead of the new one.
 
     Gymnasium's ``StickyAction`` (Machado et al., 2018), drawing from this wrapper's own
@@ -568,21 +569,18 @@ class StickyAction(_GymStickyAction, Perturbation):
                 )
         else:
             duration = _int_arg("StickyAction", "duration", duration, minimum=1)
+        self._init_perturbation(p=p, duration=duration)
         _GymStickyAction.__init__(self, env, repeat_action_probability=p,
                                   repeat_action_duration=duration)
-        self._init_rng()
         self.p = p
 
     @property
     def np_random(self) -> np.random.Generator:  # gymnasium's class draws from here
         return self.rng
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
-        return _GymStickyAction.reset(self, seed=seed, options=options)
 
 
-class ActionDelay(gym.ActionWrapper, Perturbation):
+class ActionDelay(Perturbation, gym.ActionWrapper):
     """The env executes the action chosen ``steps`` agent steps earlier.
 
     Until ``steps`` actions have been chosen, the env receives ``noop`` if given, else the
@@ -599,15 +597,14 @@ class ActionDelay(gym.ActionWrapper, Perturbation):
             raise PerturbationError(
                 f"ActionDelay: noop {noop!r} is not in the action space {env.action_space}"
             )
+        self._init_perturbation(steps=self.steps, noop=noop)
         gym.ActionWrapper.__init__(self, env)
-        self._init_rng()
         self.noop = noop
         self._queue: deque[Any] = deque()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
         self._queue.clear()
-        return self.env.reset(seed=seed, options=options)
+        return super().reset(seed=seed, options=options)
 
     def action(self, action: Any) -> Any:
         self._queue.append(action)
@@ -638,7 +635,7 @@ _DYNAMICS: dict[str, tuple[tuple[str, ...], dict[str, float], Any]] = {
 }
 
 
-class Dynamics(gym.Wrapper, Perturbation):
+class Dynamics(Perturbation, gym.Wrapper):
     """A shift of the env's physical parameters (a heavier robot, a longer pole, ...).
 
     ``scale`` multiplies parameters, keyword arguments set them; derived attributes
@@ -656,8 +653,8 @@ class Dynamics(gym.Wrapper, Perturbation):
 
     def __init__(self, env: gym.Env, scale: Mapping[str, float] | None = None,
                  **values: float) -> None:
+        self._init_perturbation(scale=None if scale is None else dict(scale), **values)
         gym.Wrapper.__init__(self, env)
-        self._init_rng()
         base = env.unwrapped
         kind = type(base).__name__
         if kind not in _DYNAMICS:
@@ -685,7 +682,3 @@ class Dynamics(gym.Wrapper, Perturbation):
         if derived is not None:
             derived(base)
         self.changes = changes
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        self._on_reset(seed)
-        return self.env.reset(seed=seed, options=options)

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from toy_envs import CounterEnv, counter, drive
 
+import pytest_rlaudit.perturbations as P
+from pytest_rlaudit import Schedule
 from pytest_rlaudit.errors import PerturbationError
 from pytest_rlaudit.perturbations import (
     ActionDelay,
@@ -16,10 +18,13 @@ from pytest_rlaudit.perturbations import (
     Jitter,
     ObservationDelay,
     ObservationNoise,
+    Perturbation,
+    Scheduled,
     Speed,
     SpeedSchedule,
     StickyAction,
     seed_perturbations,
+    spike,
 )
 
 # ------------------------------------------------------------------------ speed
@@ -265,3 +270,75 @@ def test_noise_needs_array_observations():
     env = gym.make("FrozenLake-v1")
     with pytest.raises(PerturbationError, match="FlattenObservation"):
         ObservationNoise(env, sigma=0.1)
+
+
+# ------------------------------------------------- every wrapper: rebuilt and replayed
+#: (id, make the wrapped env, the arguments it was given, as its spec must record them)
+EVERY_WRAPPER = [
+    ("Speed", lambda: Speed(gym.make("CartPole-v1"), k=3), {"k": 3}),
+    ("Jitter", lambda: Jitter(gym.make("CartPole-v1"), base=2, jitter=2), {"base": 2, "jitter": 2}),
+    ("Scheduled", lambda: Scheduled(gym.make("CartPole-v1"), Schedule(
+        speed=[1, 3], delay=[0, 1, 1], obs_noise=0.1, action_noise=[0.2] * 5,
+        dropped=[False, True])), None),
+    ("SpeedSchedule", lambda: SpeedSchedule(gym.make("CartPole-v1"), speeds=[1, 4, 2], after=2),
+     {"speeds": [1, 4, 2], "after": 2}),
+    ("spike", lambda: spike(gym.make("CartPole-v1"), start=2, duration=3, k=4),
+     {"speeds": [1, 1, 4, 4, 4], "after": 1}),
+    ("ObservationDelay", lambda: ObservationDelay(gym.make("CartPole-v1"), steps=2), {"steps": 2}),
+    ("ObservationNoise", lambda: ObservationNoise(gym.make("CartPole-v1"), sigma=0.3),
+     {"sigma": 0.3}),
+    ("DroppedObservation", lambda: DroppedObservation(gym.make("CartPole-v1"), p=0.5), {"p": 0.5}),
+    ("ActionNoise-Box", lambda: ActionNoise(gym.make("Pendulum-v1"), sigma=0.3), {"sigma": 0.3}),
+    ("ActionNoise-Discrete", lambda: ActionNoise(gym.make("CartPole-v1"), sigma=0.4),
+     {"sigma": 0.4}),
+    ("StickyAction", lambda: StickyAction(gym.make("CartPole-v1"), p=0.5, duration=2),
+     {"p": 0.5, "duration": 2}),
+    ("ActionDelay", lambda: ActionDelay(gym.make("CartPole-v1"), steps=2), {"steps": 2, "noop": None}),
+    ("Dynamics", lambda: Dynamics(gym.make("CartPole-v1"), scale={"length": 2.0}),
+     {"scale": {"length": 2.0}}),
+]
+
+
+def _trajectory(env: gym.Env, seed: int, steps: int = 25) -> list[tuple[list[float], float]]:
+    """Observations and rewards of ``steps`` fixed actions after ``reset(seed=seed)``."""
+    space = env.action_space
+    space.seed(123)
+    chosen = [space.sample() for _ in range(steps)]
+    obs, _ = env.reset(seed=seed)
+    out = [(np.asarray(obs).tolist(), 0.0)]
+    for action in chosen:
+        obs, reward, terminated, truncated, _ = env.step(action)
+        out.append((np.asarray(obs).tolist(), float(reward)))
+        if terminated or truncated:
+            break
+    return out
+
+
+def test_every_wrapper_is_covered():
+    covered = {name.split("-")[0] for name, _, _ in EVERY_WRAPPER}
+    public = {n for n in P.__all__ if isinstance(getattr(P, n), type)
+              and issubclass(getattr(P, n), Perturbation) and n != "Perturbation"}
+    assert public <= covered, public - covered
+
+
+@pytest.mark.parametrize(("make", "arguments"), [(m, a) for _, m, a in EVERY_WRAPPER],
+                         ids=[name for name, _, _ in EVERY_WRAPPER])
+def test_gymnasium_rebuilds_every_wrapper_from_its_spec_with_its_own_arguments(make, arguments):
+    env = make()
+    recorded = env.spec.additional_wrappers[-1]
+    assert recorded.entry_point == f"pytest_rlaudit.perturbations:{type(env).__name__}"
+    if arguments is not None:
+        assert recorded.kwargs == arguments
+    rebuilt = gym.make(env.spec)
+    assert type(rebuilt) is type(env)
+    assert _trajectory(rebuilt, seed=4) == _trajectory(env, seed=4)
+
+
+@pytest.mark.parametrize("make", [m for _, m, _ in EVERY_WRAPPER],
+                         ids=[name for name, _, _ in EVERY_WRAPPER])
+def test_a_standalone_wrapper_reset_with_a_seed_replays_the_same_perturbations(make):
+    env = make()
+    first = _trajectory(env, seed=7)
+    _trajectory(env, seed=1)  # whatever ran in between
+    assert _trajectory(env, seed=7) == first
+    assert _trajectory(make(), seed=7) == first  # and a new wrapper on the same seed
