@@ -54,63 +54,73 @@ def _call(name: str, params: dict[str, Any]) -> str:
     return f"{name}(env{', ' if args else ''}{args})"
 
 
-# (cause, fix) per perturbation; ``{call}`` is the wrapper call with the scenario's params.
-_ADVICE: dict[Any, tuple[str, str]] = {
-    P.Speed: (
+@dataclass(frozen=True)
+class _Advice:
+    """What to say of a perturbation: the likely ``cause`` and the ``fix``, in which
+    ``{call}`` is the wrapper call with the scenario's params (named ``label``, default the
+    wrapper's name). ``timeline``: a free-form schedule, whose cause and fix come from
+    the channels it disturbs."""
+
+    cause: str = ""
+    fix: str = ""
+    label: str | None = None
+    timeline: bool = False
+
+
+_SPIKE = ("a transient slowdown (a latency spike) pushes the system out of the region the "
+          "policy can recover from",
+          "train with {call} or with Jitter over a wider range so it learns to recover; "
+          "audit shorter spikes (spike with duration=5) to find the tolerable length")
+
+#: Advice per perturbation, found through the wrapper's classes (a subclass of a known
+#: wrapper gets its parent's advice).
+_ADVICE: dict[Any, _Advice] = {
+    P.Speed: _Advice(
         "the policy was trained at one control rate and cannot hold its state when the env "
         "advances several steps per decision",
         "train with {call} or with a randomised control period (Jitter(env, base=..., "
         "jitter=...)); or deploy at the training rate",
     ),
-    P.Jitter: (
+    P.Jitter: _Advice(
         "the policy assumes a fixed control period (variable inference latency changes how "
         "long each action lasts)",
         "train with {call} (a randomised control period); add the elapsed time to the "
         "observation if the hardware can measure it",
     ),
-    P.SpeedSchedule: (
-        "a transient slowdown (a latency spike) pushes the system out of the region the "
-        "policy can recover from",
-        "train with {call} or with Jitter over a wider range so it learns to recover; "
-        "audit shorter spikes (spike with duration=5) to find the tolerable length",
-    ),
-    P.spike: (
-        "a transient slowdown (a latency spike) pushes the system out of the region the "
-        "policy can recover from",
-        "train with {call} or with Jitter over a wider range so it learns to recover; "
-        "audit shorter spikes (spike with duration=5) to find the tolerable length",
-    ),
-    P.ObservationDelay: (
+    P.Scheduled: _Advice(timeline=True),
+    P.SpeedSchedule: _Advice(*_SPIKE),
+    P.spike: _Advice(*_SPIKE, label="SpeedSchedule.spike"),
+    P.ObservationDelay: _Advice(
         "the policy relies on fresh observations and acts on a stale state as if it were "
         "current",
         "train with {call}; give the policy history (gymnasium.wrappers."
         "FrameStackObservation) or memory (sb3-contrib RecurrentPPO)",
     ),
-    P.ObservationNoise: (
+    P.ObservationNoise: _Advice(
         "the policy treats sensor noise as state and over-reacts to it",
         "train with {call}; normalise observations (VecNormalize) or filter the sensor",
     ),
-    P.DroppedObservation: (
+    P.DroppedObservation: _Advice(
         "the policy relies on every frame arriving and acts on a frozen observation as if "
         "it were current",
         "train with {call}; give the policy memory (sb3-contrib RecurrentPPO) or frame "
         "stacking",
     ),
-    P.ActionNoise: (
+    P.ActionNoise: _Advice(
         "the policy depends on precise actuation",
         "train with {call}; prefer smoother policies (lower entropy at convergence, action "
         "penalties)",
     ),
-    P.StickyAction: (
+    P.StickyAction: _Advice(
         "the policy relies on every action being executed when chosen",
         "train with {call} (Machado et al.'s sticky actions)",
     ),
-    P.ActionDelay: (
+    P.ActionDelay: _Advice(
         "the policy expects its actions to take effect immediately",
         "train with {call}, and let it see its pending actions (frame stacking of "
         "observations and past actions)",
     ),
-    P.Dynamics: (
+    P.Dynamics: _Advice(
         "the policy is fitted to the nominal physics",
         "train with domain randomisation over the shifted parameters ({call} with factors "
         "drawn per episode)",
@@ -232,20 +242,19 @@ def diagnose(
                  parted, len(nominal_env_steps))
     share = "of the nominal return" if reference == 0 else "of the nominal return above the reference"
     schedule = scenario.schedule
-    if scenario.perturbation is P.Scheduled:  # a free-form timeline; spikes keep their advice
-        cause, fix = _schedule_advice(schedule)
-        verb = "degrades" if rating == "MILD" else "breaks"
-        pattern = (f"{verb} when {schedule.describe()}: keeps {_format.share(ratio)} {share} ({rating}); "
-                   f"{when}")
-        return Diagnosis(pattern, cause, fix)
     advice = next((_ADVICE[c] for c in getattr(scenario.perturbation, "__mro__",
                                                 (scenario.perturbation,)) if c in _ADVICE), None)
-    cause, fix = advice or (
+    if advice is not None and advice.timeline and schedule is not None:
+        cause, fix = _schedule_advice(schedule)
+        verb = "degrades" if rating == "MILD" else "breaks"
+        pattern = (f"{verb} when {schedule.describe()}: keeps {_format.share(ratio)} {share} "
+                   f"({rating}); {when}")
+        return Diagnosis(pattern, cause, fix)
+    advice = advice or _Advice(
         f"the agent was not trained under the {scenario.name!r} perturbation",
-        "train with the scenario's wrapper: {call}",
-    )
-    label = ("SpeedSchedule.spike" if scenario.perturbation is P.spike
-             else getattr(scenario.perturbation, "__name__", scenario.name))
+        "train with the scenario's wrapper: {call}")
+    cause, fix = advice.cause, advice.fix
+    label = advice.label or getattr(scenario.perturbation, "__name__", scenario.name)
     call = _call(label, dict(scenario.params))
     name = scenario.name if schedule is None else f"{scenario.name} ({schedule.describe()})"
     pattern = f"{name} keeps {_format.share(ratio)} {share} ({rating}); {when}"

@@ -374,7 +374,8 @@ class Scheduled(Perturbation, gym.Wrapper):
         return self._history[-1 - delay], total, terminated, truncated, info
 
     @staticmethod
-    def _schedule_of(schedule: Schedule) -> Schedule:
+    def timeline(schedule: Schedule) -> Schedule:
+        """The schedule this wrapper applies with these arguments (for reports)."""
         return schedule
 
 
@@ -403,7 +404,7 @@ class SpeedSchedule(Scheduled):
         )
         self.after = _int_arg("SpeedSchedule", "after", after, minimum=1)
         self._init_perturbation(speeds=list(self.speeds), after=self.after)
-        super().__init__(env, self._schedule_of(self.speeds, self.after))
+        super().__init__(env, self.timeline(self.speeds, self.after))
 
     @classmethod
     def spike(cls, env: gym.Env, start: int = 20, duration: int = 20, k: int = 5) -> SpeedSchedule:
@@ -414,20 +415,14 @@ class SpeedSchedule(Scheduled):
         return cls(env, speeds=[1] * start + [k] * duration, after=1)
 
     @staticmethod
-    def _schedule_of(speeds: Sequence[int], after: int = 1) -> Schedule:
+    def timeline(speeds: Sequence[int], after: int = 1) -> Schedule:  # type: ignore[override]
+        """The schedule this wrapper applies with these arguments."""
         return Schedule(speed=[*speeds, after, ...])
 
 
 def spike(env: gym.Env, start: int = 20, duration: int = 20, k: int = 5) -> SpeedSchedule:
     """The ``spike`` scenario's wrapper; see :meth:`SpeedSchedule.spike`."""
     return SpeedSchedule.spike(env, start=start, duration=duration, k=k)
-
-
-def _spike_schedule(start: int = 20, duration: int = 20, k: int = 5) -> Schedule:
-    return Schedule.spike(at=start, duration=duration, speed=k)
-
-
-spike._schedule_of = _spike_schedule  # type: ignore[attr-defined]  # the spike is a timeline
 
 
 # ------------------------------------------------------------------ observations

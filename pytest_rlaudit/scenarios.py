@@ -67,6 +67,24 @@ class Scenario:
     perturbation: Callable[..., gym.Env] | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    #: ``timeline(**params)``: the Schedule a scenario that is one applies (see
+    #: :attr:`schedule`); by default a ``Scheduled`` wrapper's own ``timeline``.
+    timeline: Callable[..., Schedule] | None = None
+
+    @classmethod
+    def from_schedule(cls, schedule: Schedule, name: str = "schedule",
+                      category: Category = "custom") -> Scenario:
+        """A scenario that applies ``schedule`` (what ``audit``, ``assert_robust`` and the
+        registry take). ``name`` keys the perturbation's random stream, so schedules under
+        one name share noise draws (their comparisons are paired); name them apart to
+        audit several together.
+
+        >>> Scenario.from_schedule(Schedule(speed=3), "slow").schedule
+        Schedule(speed=3)
+        """
+        if not isinstance(schedule, Schedule):
+            raise TypeError(f"Scenario.from_schedule takes a Schedule, got {schedule!r}")
+        return cls(name, category, P.Scheduled, {"schedule": schedule}, schedule.describe())
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -83,6 +101,9 @@ class Scenario:
             )
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
         self._check_params(self.params)
+        if self.timeline is None and isinstance(self.perturbation, type) and issubclass(
+                self.perturbation, P.Scheduled):
+            object.__setattr__(self, "timeline", self.perturbation.timeline)
 
     def _check_params(self, params: Mapping[str, Any]) -> None:
         if self.perturbation is None:
@@ -107,7 +128,7 @@ class Scenario:
     def with_params(self, **params: Any) -> Scenario:
         """A copy with some parameters overridden (unknown names are an error)."""
         return Scenario(self.name, self.category, self.perturbation,
-                        {**self.params, **params}, self.description)
+                        {**self.params, **params}, self.description, self.timeline)
 
     def wrap(self, env: gym.Env) -> gym.Env:
         """Wrap ``env`` (outside its ``TimeLimit``) in this scenario's perturbation."""
@@ -118,13 +139,12 @@ class Scenario:
     @property
     def schedule(self) -> Schedule | None:
         """The timeline this scenario applies, for scenarios that are one (``spike``, any
-        :meth:`Schedule.as_scenario`); None for stationary perturbations.
+        :meth:`from_schedule`); None for stationary perturbations.
 
         >>> get("spike").schedule
         Schedule(speed=[1]*20 + [5]*20)
         """
-        timeline = getattr(self.perturbation, "_schedule_of", None)
-        return None if timeline is None else timeline(**self.params)
+        return None if self.timeline is None else self.timeline(**self.params)
 
     def __repr__(self) -> str:
         if self.perturbation is None:
@@ -201,7 +221,7 @@ def as_scenario(item: ScenarioLike) -> Scenario:
     if isinstance(item, Scenario):
         return item
     if isinstance(item, Schedule):
-        return item.as_scenario()
+        return Scenario.from_schedule(item)
     if isinstance(item, str):
         return get(item)
     raise TypeError(f"a scenario is a registered name, a Scenario or a Schedule, got {item!r} "
@@ -237,8 +257,12 @@ register(Scenario("jitter", "deployment", P.Jitter, {"base": 2, "jitter": 1},
                   "control period drawn from {1, 2, 3} env steps each agent step"))
 register(Scenario("delay", "deployment", P.ObservationDelay, {"steps": 1},
                   "the agent sees the observation of one step earlier"))
+def _spike_timeline(start: int = 20, duration: int = 20, k: int = 5) -> Schedule:
+    return Schedule.spike(at=start, duration=duration, speed=k)
+
+
 register(Scenario("spike", "deployment", P.spike, {"start": 20, "duration": 20, "k": 5},
-                  "speed 5 for agent steps 20-39, else 1 (a latency spike)"))
+                  "speed 5 for agent steps 20-39, else 1 (a latency spike)", _spike_timeline))
 register(Scenario("obs_noise", "deployment", P.ObservationNoise, {"sigma": 0.1},
                   "Gaussian noise (std 0.1) on every step observation"))
 register(Scenario("action_noise", "deployment", P.ActionNoise, {"sigma": 0.1},

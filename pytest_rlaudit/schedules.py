@@ -366,18 +366,14 @@ class Schedule:
         return text
 
     def as_scenario(self, name: str = "schedule", category: str = "custom") -> Any:
-        """This schedule as a :class:`~pytest_rlaudit.scenarios.Scenario` (what ``audit``,
-        ``assert_robust`` and the registry take). ``name`` keys the perturbation's random
-        stream, so schedules under one name share noise draws (their comparisons are
-        paired); name them apart to audit several together.
+        """``Scenario.from_schedule(self, name, category)``: this schedule as a scenario.
 
         >>> Schedule(speed=3).as_scenario("slow").name
         'slow'
         """
-        from .perturbations import Scheduled
-        from .scenarios import Scenario
+        from .scenarios import Scenario  # a schedule is data: scenarios build on it
 
-        return Scenario(name, category, Scheduled, {"schedule": self}, self.describe())
+        return Scenario.from_schedule(self, name, category)
 
 
 def _settings(settings: Mapping[str, Any], shape: str) -> dict[str, Any]:

@@ -338,3 +338,21 @@ def test_the_share_kept_never_reads_as_a_negative_percentage(ratio, kept):
                  perturbed_env_steps=np.array([20, 30]), parting=None, ratio=ratio, rating="FAIL")
     assert kept in d.pattern and "-0%" not in d.pattern
     assert d.short().startswith(f"jitter {kept} the nominal return (FAIL); train with Jitter(")
+
+
+def test_advice_follows_the_wrapper_classes_so_a_subclass_gets_its_parents():
+    import pytest_rlaudit.perturbations as P
+    from pytest_rlaudit import Schedule
+
+    class MyTimeline(P.Scheduled):
+        pass
+
+    timeline = Schedule(delay=[0, 2, 2])
+    d = diagnose(Scenario("mine", "custom", MyTimeline, {"schedule": timeline}),
+                 nominal_env_steps=np.array([500, 500]), perturbed_env_steps=np.array([20, 30]),
+                 parting=None, ratio=0.3, rating="FAIL")
+    assert d.pattern.startswith(f"breaks when {timeline.describe()}: keeps 30%")
+    assert d.fix.startswith(f"train with Scheduled(env, {timeline!r}) (this timeline)")
+    spike = diagnose(scenarios.get("spike"), nominal_env_steps=np.array([500, 500]),
+                     perturbed_env_steps=np.array([20, 30]), parting=None, ratio=0.3, rating="FAIL")
+    assert spike.fix.startswith("train with SpeedSchedule.spike(env, start=20, duration=20, k=5)")

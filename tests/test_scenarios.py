@@ -6,7 +6,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pytest_rlaudit import Scenario, scenarios
+import pytest_rlaudit.perturbations as P
+from pytest_rlaudit import Scenario, Schedule, scenarios
 from pytest_rlaudit.envs import env_spec
 from pytest_rlaudit.errors import PerturbationError, UnknownEnvError, UnknownScenarioError
 from pytest_rlaudit.perturbations import ObservationNoise, Speed
@@ -107,3 +108,32 @@ def test_env_instances_and_bad_factories_are_clear_errors():
         env_spec(lambda: 42).make()
     with pytest.raises(TypeError, match="Gymnasium id"):
         env_spec(3.5)  # type: ignore[arg-type]
+
+
+# --------------------------------------------- scenarios built on schedules (data first)
+
+
+def test_from_schedule_builds_the_scenario_and_as_scenario_is_the_same():
+    timeline = Schedule(speed=[1] * 3 + [4] * 2, obs_noise=0.1)
+    s = Scenario.from_schedule(timeline, "bumpy")
+    assert (s.name, s.category, s.perturbation) == ("bumpy", "custom", P.Scheduled)
+    assert s.schedule == timeline and s.description == timeline.describe()
+    assert timeline.as_scenario("bumpy") == s
+    assert scenarios.as_scenario(timeline).name == "schedule"
+    with pytest.raises(TypeError, match="from_schedule takes a Schedule"):
+        Scenario.from_schedule("jitter")
+
+
+def test_a_scenario_knows_its_timeline_without_attributes_on_functions():
+    assert not hasattr(P.spike, "_schedule_of")  # the spike wrapper is a plain function
+    spike = scenarios.get("spike")
+    assert spike.schedule == Schedule.spike(at=20, duration=20, speed=5)
+    assert spike.with_params(start=5, k=3).schedule == Schedule.spike(at=5, duration=20, speed=3)
+    # a custom scenario on a schedule wrapper gets the wrapper's own timeline
+    custom = Scenario("stutter", "custom", P.SpeedSchedule, {"speeds": [1, 4]})
+    assert custom.schedule == Schedule(speed=[1, 4, 1, ...])
+    # and any scenario may declare one
+    declared = Scenario("mine", "custom", P.Speed, {"k": 3},
+                        timeline=lambda k: Schedule.constant(speed=k))
+    assert declared.schedule == Schedule.constant(speed=3)
+    assert scenarios.get("jitter").schedule is None
