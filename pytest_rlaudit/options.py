@@ -19,11 +19,8 @@ from typing import Any
 
 import pytest
 
+from .stats.ratings import MODES, RATINGS  # light: standard library only
 from .tolerances import Tolerance, parse_tolerance  # light: no numpy
-
-RATINGS = ("PASS", "MILD", "DEGRADED", "FAIL")  # mirrors stats.RATINGS (stats imports scipy)
-MODES = ("point", "confident", "not_worse")
-
 
 # ----------------------------------------------------------------------- parsers
 

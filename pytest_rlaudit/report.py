@@ -36,7 +36,7 @@ _BADGE = {"PASS": "✅ PASS", "MILD": "🟡 MILD", "DEGRADED": "🟠 DEGRADED", 
 
 
 def _rate(value: float, thresholds: dict[str, float]) -> str:
-    from .stats import Thresholds, rating
+    from .stats.ratings import Thresholds, rating
 
     return rating(value, Thresholds(pass_=thresholds["pass"], mild=thresholds["mild"],
                                     degraded=thresholds["degraded"]))

@@ -89,3 +89,21 @@ def test_without_hypothesis_the_strategies_name_the_extra_that_installs_it(monke
         import pytest_rlaudit.strategies  # noqa: F401
     with pytest.raises(ImportError, match=r"find_breaking_schedule needs hypothesis.*\[hypothesis\]"):
         find_breaking_schedule("random", "CartPole-v1")
+
+
+def test_ratings_and_verdicts_need_neither_numpy_nor_scipy():
+    loaded = _modules_after("from pytest_rlaudit.stats.ratings import rating, verdict, RATINGS\n"
+                            "assert rating(0.83) == 'MILD'\n"
+                            "assert verdict(0.9, (0.85, 0.95), 0.8, 'confident').passed")
+    assert not loaded & {"numpy", "scipy", "gymnasium", *HEAVY}
+
+
+def test_the_stats_facade_keeps_every_public_name():
+    import pytest_rlaudit.stats as stats
+    from pytest_rlaudit.stats import paired, ratings, sequential
+
+    homes = {name: getattr(stats, name) for name in stats.__all__}
+    assert homes["paired_ratio_ci"] is paired.paired_ratio_ci
+    assert homes["RATINGS"] is ratings.RATINGS and homes["adaptive_sample"] is sequential.adaptive_sample
+    assert set(stats.__all__) == {*paired.__all__, *sequential.__all__,
+                                  *(n for n in ratings.__all__ if n not in ("Rating", "Mode"))}

@@ -1,10 +1,7 @@
-"""Statistics of paired episodes: ratio intervals, p-values, ratings, verdicts (DESIGN section 7).
+"""Paired statistics of episode returns: ratios, bootstrap intervals, p-values, Holm.
 
 Episode ``i`` of a scenario and episode ``i`` of the nominal env share their env seed,
-so the analysis is paired: resampling and permuting act on episode indices, keeping
-each nominal/perturbed pair together. That removes the variance the two share (the
-initial state, the env's own randomness), so the same number of episodes gives much
-tighter intervals than treating the scenarios as independent samples.
+so resampling and permuting act on episode indices, keeping each pair together.
 
 >>> import numpy as np
 >>> nominal = np.array([500.0, 480, 500, 470, 500, 490])
@@ -12,8 +9,6 @@ tighter intervals than treating the scenarios as independent samples.
 >>> low, high = paired_ratio_ci(nominal, perturbed)
 >>> bool(low < ratio(nominal, perturbed) < high)
 True
->>> rating(0.83)
-'MILD'
 """
 
 from __future__ import annotations
@@ -21,120 +16,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from scipy import stats as _scipy_stats
 
-from .errors import ReferenceScoreError
+from ..errors import ReferenceScoreError
 
-__all__ = [
-    "RATINGS",
-    "check_threshold",
-    "ratio_change_ci",
-    "MODES",
-    "Thresholds",
-    "DEFAULT_THRESHOLDS",
-    "rating",
-    "rating_floor",
-    "ratio",
-    "paired_ratio_ci",
-    "degradation_p_value",
-    "holm",
-    "check_returns",
-    "check_reference",
-    "verdict",
-    "Verdict",
-    "AdaptiveResult",
-    "adaptive_sample",
-]
-
-Rating = Literal["PASS", "MILD", "DEGRADED", "FAIL"]
-Mode = Literal["point", "confident", "not_worse"]
-#: Ratings from best to worst.
-RATINGS: tuple[str, ...] = ("PASS", "MILD", "DEGRADED", "FAIL")
-#: Verdict modes for a threshold: on the point estimate, on the interval's low end
-#: (pass only when confidently above), or on its high end (fail only when confidently below).
-MODES: tuple[str, ...] = ("point", "confident", "not_worse")
-
-
-def check_threshold(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number in (0, 2], got {value!r}")
-    value = float(value)
-    if not (0.0 < value <= 2.0):
-        raise ValueError(
-            f"{name} must be in (0, 2], got {value}: a return ratio of 1.0 means unharmed, "
-            "0.8 keeps 80% of the nominal return"
-        )
-    return value
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Lower edges of the rating bands: PASS above ``pass_``, MILD above ``mild``,
-    DEGRADED above ``degraded``, FAIL at or below ``degraded``.
-
-    One instance is used everywhere a rating is made (scenarios, aggregates, diagnoses,
-    verdicts), so a changed scale changes them all alike.
-
-    >>> Thresholds(pass_=0.9).band("PASS")
-    0.9
-    """
-
-    pass_: float = 0.95
-    mild: float = 0.80
-    degraded: float = 0.50
-
-    def __post_init__(self) -> None:
-        for name in ("pass_", "mild", "degraded"):
-            check_threshold(f"rating threshold {name.rstrip('_')}", getattr(self, name))
-        if not self.pass_ > self.mild > self.degraded:
-            raise ValueError(
-                "rating thresholds must decrease: pass > mild > degraded, got "
-                f"{self.pass_}, {self.mild}, {self.degraded}"
-            )
-
-    def band(self, name: str) -> float:
-        """The ratio a rating must exceed (``-inf`` for FAIL)."""
-        edges = {"PASS": self.pass_, "MILD": self.mild, "DEGRADED": self.degraded,
-                 "FAIL": -math.inf}
-        try:
-            return edges[name]
-        except KeyError:
-            raise ValueError(
-                f"unknown rating {name!r}; ratings are {', '.join(RATINGS)}"
-            ) from None
-
-
-DEFAULT_THRESHOLDS = Thresholds()
-
-
-def rating(value: float, thresholds: Thresholds | None = None) -> Rating:
-    """The rating of a return ratio: PASS > 0.95, MILD > 0.80, DEGRADED > 0.50, else FAIL.
-
-    >>> [rating(r) for r in (1.0, 0.95, 0.81, 0.5)]
-    ['PASS', 'MILD', 'MILD', 'FAIL']
-    """
-    t = thresholds or DEFAULT_THRESHOLDS
-    if math.isnan(value):
-        raise ValueError("cannot rate a NaN ratio")
-    for name in RATINGS[:-1]:
-        if value > t.band(name):
-            return name  # type: ignore[return-value]
-    return "FAIL"
-
-
-def rating_floor(name: str, thresholds: Thresholds | None = None) -> float:
-    """The ratio a scenario must exceed to be rated ``name`` or better.
-
-    >>> rating_floor("MILD")
-    0.8
-    """
-    if name not in RATINGS:
-        raise ValueError(f"unknown rating {name!r}; ratings are {', '.join(RATINGS)}")
-    return (thresholds or DEFAULT_THRESHOLDS).band(name)
+__all__ = ["check_returns", "check_reference", "ratio", "paired_ratio_ci", "ratio_change_ci",
+           "degradation_p_value", "holm"]
 
 
 def check_returns(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -356,142 +245,3 @@ def holm(p_values: Mapping[str, float]) -> dict[str, float]:
         running = max(running, min(1.0, (m - rank) * float(p_values[name])))
         adjusted[name] = round(running, 12)
     return {name: adjusted[name] for name in p_values}
-
-
-# --------------------------------------------------------------------------- verdicts
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Whether a scenario meets its threshold, and why (``reason`` is a readable phrase)."""
-
-    passed: bool
-    decided: bool
-    threshold: float
-    mode: str
-    reason: str
-
-
-def verdict(point: float, ci: tuple[float, float], threshold: float, mode: str = "point",
-            *, strict: bool = False) -> Verdict:
-    """Apply a threshold to a ratio in one of the :data:`MODES`.
-
-    ``point``: pass when ratio >= threshold. ``confident``: pass only when the interval's
-    low end is >= threshold. ``not_worse``: fail only when its high end is < threshold.
-    ``strict`` makes ">=" a ">" (rating bands are strict: PASS means ratio > 0.95).
-    ``decided`` is True when the whole interval lies on one side of the threshold, so more
-    episodes would not change a confident or not_worse verdict.
-
-    >>> verdict(0.9, (0.85, 0.95), 0.8, "confident").passed
-    True
-    >>> verdict(0.9, (0.75, 0.95), 0.8, "confident").passed
-    False
-    """
-    if mode not in MODES:
-        raise ValueError(f"unknown verdict mode {mode!r}; modes are {', '.join(MODES)}")
-    low, high = ci
-
-    def above(x: float) -> bool:
-        return x > threshold if strict else x >= threshold
-
-    decided = above(low) or not above(high)
-    meets, misses = ("is above", "is not above") if strict else ("meets", "is below")
-    if mode == "point":
-        passed = above(point)
-        reason = f"ratio {point:.3f} {meets if passed else misses} {threshold:g}"
-    elif mode == "confident":
-        passed = above(low)
-        reason = (f"interval low end {low:.3f} {meets if passed else misses} {threshold:g}"
-                  f"{'' if passed else ' (not confidently above it)'}")
-    else:
-        passed = above(high)
-        reason = (f"interval high end {high:.3f} {meets if passed else misses} "
-                  f"{threshold:g}{' (confidently below it)' if not passed else ''}")
-    return Verdict(passed, decided, threshold, mode, reason)
-
-
-@dataclass(frozen=True)
-class AdaptiveResult:
-    """The outcome of :func:`adaptive_sample`: the data it ended with and why it stopped."""
-
-    nominal: np.ndarray
-    perturbed: np.ndarray
-    ci: tuple[float, float]
-    looks: int
-    planned_looks: int
-    look_confidence: float
-    stopped: str
-
-
-def adaptive_sample(
-    more: Callable[[int, int], tuple[np.ndarray, np.ndarray]],
-    *,
-    episodes: int,
-    max_episodes: int,
-    threshold: float | None = None,
-    target_ci_width: float | None = None,
-    reference: float = 0.0,
-    confidence: float = 0.95,
-    seed: int = 0,
-    round_size: int | None = None,
-    strict: bool = False,
-    n_resamples: int = 9999,
-) -> AdaptiveResult:
-    """Add paired episodes in rounds until the verdict is decided or the interval is narrow.
-
-    ``more(start, stop)`` returns the nominal and perturbed returns of episodes
-    ``start .. stop-1``. The first look uses ``episodes``; each further round adds
-    ``round_size`` (default: ``episodes``) up to ``max_episodes``. It stops early when the
-    interval lies wholly on one side of ``threshold`` (the verdict is decided) or is
-    narrower than ``target_ci_width``.
-
-    Error control over repeated looks: alpha spending with equal shares over the planned
-    looks. With ``K`` planned looks, each interval is computed at confidence
-    ``1 - (1 - confidence) / K``; by the Bonferroni inequality the chance that any look
-    wrongly excludes the true ratio is at most ``1 - confidence``, so stopping at the first
-    decisive look keeps the error rate of a one-sided verdict at most ``(1 - confidence)/2``
-    (tested by simulation in ``tests/test_stats.py``). It is conservative: the price of
-    peeking is somewhat wider intervals at every look.
-
-    >>> rng = np.random.default_rng(0)
-    >>> def more(start, stop):
-    ...     n = rng.normal(100, 5, stop - start)
-    ...     return n, n * 0.5
-    >>> res = adaptive_sample(more, episodes=10, max_episodes=40, threshold=0.8)
-    >>> res.stopped, res.looks
-    ('decided', 1)
-    """
-    if episodes < 2 or max_episodes < episodes:
-        raise ValueError(
-            f"adaptive sampling needs 2 <= episodes <= max_episodes, got {episodes}, {max_episodes}"
-        )
-    if threshold is None and target_ci_width is None:
-        raise ValueError("adaptive sampling needs a threshold or a target_ci_width to stop on")
-    if target_ci_width is not None and not target_ci_width > 0:
-        raise ValueError(f"target_ci_width must be > 0, got {target_ci_width}")
-    step = round_size or episodes
-    planned = 1 + math.ceil((max_episodes - episodes) / step)
-    look_conf = 1.0 - (1.0 - confidence) / planned
-    nominal, perturbed = more(0, episodes)
-    nominal, perturbed = np.asarray(nominal, float), np.asarray(perturbed, float)
-    look = 0
-    while True:
-        look += 1
-        point = ratio(nominal, perturbed, reference)
-        ci = paired_ratio_ci(nominal, perturbed, reference=reference, confidence=look_conf,
-                             seed=seed, n_resamples=n_resamples)
-        if threshold is not None and verdict(point, ci, threshold, "confident",
-                                             strict=strict).decided:
-            stopped = "decided"
-        elif target_ci_width is not None and ci[1] - ci[0] <= target_ci_width:
-            stopped = "narrow"
-        elif len(nominal) >= max_episodes:
-            stopped = "max_episodes"
-        else:
-            start = len(nominal)
-            stop = min(max_episodes, start + step)
-            n_new, p_new = more(start, stop)
-            nominal = np.concatenate([nominal, np.asarray(n_new, float)])
-            perturbed = np.concatenate([perturbed, np.asarray(p_new, float)])
-            continue
-        return AdaptiveResult(nominal, perturbed, ci, look, planned, look_conf, stopped)
