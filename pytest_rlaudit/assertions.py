@@ -135,6 +135,7 @@ class RobustnessCheck:
     gate: dict[str, Any] | None = None  # {min_ratio, min_rating, mode}; None: not gated
     nominal: ScenarioResult | None = None  # the paired nominal episodes
     reference_score: float = 0.0  # the reference as a number (``"random"`` resolved)
+    thresholds: Thresholds = DEFAULT_THRESHOLDS  # the rating scale of result.rating
 
 
 def assert_robust(
@@ -311,7 +312,8 @@ def check_robust(
                             env=spec.name, seed=int(seed), reference=reference,
                             gate={"min_ratio": min_ratio, "min_rating": min_rating,
                                   "mode": mode} if gates else None,
-                            nominal=nominal_result, reference_score=float(ref))
+                            nominal=nominal_result, reference_score=float(ref),
+                            thresholds=thresholds)
     notify(check)
     return check
 

@@ -32,6 +32,7 @@ from ._seeding import stable_hash
 from .diagnosis import Diagnosis, diagnose, parting_step
 from .envs import AuditEnv, EnvLike, env_spec
 from .policies import as_policy
+from .records import plain
 from .rollout import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
 from .scenarios import NOMINAL, Scenario, ScenarioLike
 from .stats import (
@@ -90,7 +91,7 @@ class ScenarioResult:
         return {
             "name": self.name,
             "category": self.category,
-            "params": {k: _plain(v) for k, v in self.params.items()},
+            "params": {k: plain(v) for k, v in self.params.items()},
             "episodes": self.episodes,
             "mean_return": self.mean_return,
             "ratio": float(self.ratio),
@@ -105,22 +106,6 @@ class ScenarioResult:
             "capped": int(np.sum(self.capped)),
             "seeds": [int(s) for s in self.seeds],
         }
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if hasattr(value, "to_dict"):  # a Schedule: its JSON form
-        return value.to_dict()
-    return repr(value)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BaselineError
+from .records import RecordError, validate
 
 __all__ = ["BASELINE_SCHEMA", "KIND", "baseline_document", "write_baseline", "load_baseline",
            "check_writable", "machine_info"]
@@ -34,8 +35,6 @@ __all__ = ["BASELINE_SCHEMA", "KIND", "baseline_document", "write_baseline", "lo
 BASELINE_SCHEMA = 1
 KIND = "pytest-rlaudit baseline"
 #: What every saved result must carry for a paired comparison.
-_REQUIRED = {"nodeid": str, "agent": str, "env": str, "scenario": str, "seeds": list,
-             "returns": list, "nominal_returns": list, "ratio": (int, float)}
 _PACKAGES = ("numpy", "scipy", "gymnasium", "torch", "stable-baselines3", "sb3-contrib",
              "hypothesis", "pytest")
 
@@ -123,25 +122,9 @@ def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(results, list):
         raise BaselineError(f"baseline {source} has no results list; {fix}")
     for i, rec in enumerate(results):
-        problem = _record_problem(rec)
-        if problem:
-            raise BaselineError(f"baseline {source}: result {i} {problem}; {fix}")
+        try:
+            validate(rec)
+        except RecordError as exc:
+            raise BaselineError(f"baseline {source}: result {i} {exc}; {fix}") from None
     doc.setdefault("complete", True)
     return doc
-
-
-def _record_problem(rec: Any) -> str | None:
-    if not isinstance(rec, dict):
-        return "is not an object"
-    for key, kind in _REQUIRED.items():
-        if not isinstance(rec.get(key), kind) or isinstance(rec.get(key), bool):
-            return f"({rec.get('nodeid', '?')}) lacks a valid {key!r}"
-    lengths = {len(rec[k]) for k in ("seeds", "returns", "nominal_returns")}
-    if len(lengths) != 1 or not rec["seeds"]:
-        return (f"({rec['nodeid']}) has seeds, returns and nominal_returns of different "
-                "lengths")
-    numbers = [*rec["returns"], *rec["nominal_returns"]]
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x == x
-               and abs(x) != float("inf") for x in numbers):
-        return f"({rec['nodeid']}) has a non-finite or non-numeric return"
-    return None

@@ -1,13 +1,7 @@
 """Renderers of a run's audit records: terminal rows, ``summary.json``, ``summary.md``, a chart.
 
-A *record* is one audited test as plain JSON types (what travels on a pytest report,
-also under xdist): ``nodeid``, ``agent``, ``env``, ``scenario``, ``category``,
-``episodes``, ``seed``, ``ratio``, ``ci_low``, ``ci_high``, ``confidence``, ``p_value``,
-``rating``, ``diagnosis`` ({pattern, cause, fix} or None), ``gate`` ({min_ratio,
-min_rating, mode} or None), ``passed``, ``thresholds``, ``schedule`` (None, or
-{description, repr, timeline} for a Schedule), and the paired episodes ``seeds``,
-``returns``, ``nominal_returns`` and ``reference_score`` (baselines compare them). The
-renderers know nothing of pytest.
+A *record* is one audited test as plain JSON types; its fields are listed once, in
+:data:`pytest_rlaudit.records.FIELDS`. The renderers know nothing of pytest.
 
 >>> rec = {"nodeid": "t::x[jitter]", "agent": "PPO", "env": "CartPole-v1",
 ...        "scenario": "jitter", "category": "deployment", "ratio": 0.5, "ci_low": 0.4,

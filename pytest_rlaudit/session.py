@@ -20,6 +20,7 @@ import pytest
 from ._capture import capture_checks
 from ._format import fixed, interval
 from .options import option_value
+from .records import record_of, validate
 
 __all__ = ["AuditSession", "ScenarioItem", "XdistHooks", "RECORD_KEY", "is_rl_item"]
 
@@ -251,7 +252,7 @@ class AuditSession:
             raise ReferenceScoreError(
                 f"{exc} From pytest: --rl-reference random (or rl_reference = random in the "
                 "ini file), or --rl-reference <number>.") from None
-        record = _record(item.nodeid, check, gate)
+        record = record_of(item.nodeid, check, gate)
         record["order"] = self.order.get(item.nodeid, len(self.order))
         item.stash[RECORD_KEY] = record
         if not check.passed:
@@ -314,7 +315,7 @@ class AuditSession:
         data = getattr(report, "rl_audit", None)
         if data is None or report.when != "call":
             return
-        record = json.loads(data)
+        record = validate(json.loads(data))  # from this process or an xdist worker
         record["outcome"] = (("xfailed" if report.skipped else "xpassed")
                              if hasattr(report, "wasxfail") else report.outcome)
         self.records.append(record)
@@ -530,44 +531,6 @@ def _junit_writer(config: pytest.Config) -> Any:
     return config.stash.get(xml_key, None)
 
 
-def _record(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, Any]:
-    from .auditing import _plain
-    from .stats import DEFAULT_THRESHOLDS as t
-
-    r = check.result
-    schedule = r.params.get("schedule")
-    return {
-        "nodeid": nodeid,
-        "agent": check.agent,
-        "env": check.env,
-        "scenario": r.name,
-        "category": r.category,
-        "params": _plain(dict(r.params)),
-        "schedule": None if not hasattr(schedule, "describe") else {
-            "description": schedule.describe(), "repr": repr(schedule),
-            "timeline": schedule.to_dict()},
-        "episodes": r.episodes,
-        "seed": int(check.seed),
-        "seeds": [int(x) for x in r.seeds],
-        "returns": [float(x) for x in r.returns],
-        "nominal_returns": ([] if check.nominal is None
-                            else [float(x) for x in check.nominal.returns]),
-        "reference": check.reference,
-        "reference_score": float(check.reference_score),
-        "mean_return": r.mean_return,
-        "ratio": float(r.ratio),
-        "ci_low": float(r.ci[0]),
-        "ci_high": float(r.ci[1]),
-        "confidence": check.level,
-        "p_value": None if r.p_value is None else float(r.p_value),
-        "rating": r.rating,
-        "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(),
-        "gate": gate,
-        "passed": bool(check.passed),
-        "thresholds": {"pass": t.pass_, "mild": t.mild, "degraded": t.degraded},
-    }
-
-
 def _captured_record(item: pytest.Item, checks: list[Any], failed: bool) -> dict[str, Any]:
     """The record of a test that called ``assert_robust`` (or ``check_robust``) itself:
     when it failed, its last failing check (for a hypothesis test, the minimal example,
@@ -575,7 +538,7 @@ def _captured_record(item: pytest.Item, checks: list[Any], failed: bool) -> dict
     missed = [c for c in checks if not c.passed]
     chosen = missed[-1] if failed and missed else min(  # ties: the later check
         reversed(checks), key=lambda c: float(c.result.ratio))
-    record = _record(item.nodeid, chosen, chosen.gate)
+    record = record_of(item.nodeid, chosen, chosen.gate)
     record["checks"] = len(checks)
     record["hypothesis"] = _is_hypothesis_test(item)
     return record

@@ -1,0 +1,151 @@
+"""The audit record: one audited test as plain JSON types, and the one place its fields live.
+
+A record travels on a pytest report (so it survives xdist's channel), fills
+``summary.json``'s ``results``, is what ``--rl-save`` keeps and what ``--rl-compare``
+pairs. :data:`FIELDS` lists every field with its JSON types; :func:`validate` checks a
+record against it (baselines read from disk, records received from xdist workers);
+:func:`record_of` builds one from a robustness check. Adding a field is a change here.
+Standard library only: the plugin's controller reads records without the engine.
+
+>>> rec = {"nodeid": "t::x", "agent": "PPO", "env": "CartPole-v1", "scenario": "jitter",
+...        "seeds": [0, 1], "returns": [500.0, 480.0], "nominal_returns": [500.0, 500.0],
+...        "ratio": 0.98}
+>>> validate(rec) is rec
+True
+>>> validate({**rec, "returns": [1.0]})
+Traceback (most recent call last):
+...
+pytest_rlaudit.records.RecordError: (t::x) has seeds, returns and nominal_returns of different lengths
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .errors import RLAuditError
+
+__all__ = ["FIELDS", "REQUIRED", "RecordError", "validate", "record_of", "plain"]
+
+_NUMBER = (int, float)
+_NONE = (type(None),)
+
+#: Every field: (JSON types, what it holds). The ``REQUIRED`` ones are in every record
+#: (a comparison needs them); the plugin writes all of them, and tests that call
+#: ``assert_robust`` themselves add ``checks`` and ``hypothesis``.
+FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "nodeid": ((str,), "the pytest node id of the audited test"),
+    "agent": ((str,), "the policy's name"),
+    "env": ((str,), "the env's name"),
+    "scenario": ((str,), "the scenario's name"),
+    "category": ((str,), "deployment, stress or custom"),
+    "params": ((dict,), "the scenario's parameters"),
+    "schedule": ((dict, *_NONE), "null, or {description, repr, timeline} for a Schedule"),
+    "episodes": ((int,), "paired episodes"),
+    "seed": ((int,), "the audit seed: episode i resets with seed + i"),
+    "seeds": ((list,), "the env seed of each episode"),
+    "returns": ((list,), "the perturbed return of each episode"),
+    "nominal_returns": ((list,), "the nominal return of each episode, paired"),
+    "reference": ((*_NUMBER, str), "0, a number or 'random'"),
+    "reference_score": (_NUMBER, "the reference as a number"),
+    "mean_return": (_NUMBER, "the mean perturbed return"),
+    "ratio": (_NUMBER, "(mean perturbed - ref) / (mean nominal - ref)"),
+    "ci_low": (_NUMBER, "the interval's low end"),
+    "ci_high": (_NUMBER, "the interval's high end"),
+    "confidence": (_NUMBER, "the interval's level"),
+    "p_value": ((*_NUMBER, *_NONE), "one-sided, Holm-adjusted; null for nominal"),
+    "rating": ((str,), "PASS, MILD, DEGRADED or FAIL"),
+    "diagnosis": ((dict, *_NONE), "null, or {pattern, cause, fix}"),
+    "gate": ((dict, *_NONE), "{min_ratio, min_rating, mode}, or null when nothing was gated"),
+    "passed": ((bool,), "the threshold verdict"),
+    "thresholds": ((dict,), "the rating scale: {pass, mild, degraded}"),
+    "order": ((int,), "collection order"),
+    "outcome": ((str,), "pytest's outcome: passed, failed, xfailed or xpassed"),
+    "checks": ((int,), "assert_robust calls (or hypothesis examples) of the test"),
+    "hypothesis": ((bool,), "whether the test is a hypothesis property test"),
+}
+REQUIRED = ("nodeid", "agent", "env", "scenario", "seeds", "returns", "nominal_returns", "ratio")
+
+
+class RecordError(RLAuditError, ValueError):
+    """A record that lacks a field, has one of the wrong type, or unpaired episodes."""
+
+
+def validate(rec: Any) -> dict[str, Any]:
+    """``rec`` if it is a valid record, else a :class:`RecordError` naming the field."""
+    if not isinstance(rec, dict):
+        raise RecordError("is not an object")
+    nodeid = rec.get("nodeid", "?")
+    for key, (kinds, _) in FIELDS.items():
+        if key not in rec and key not in REQUIRED:
+            continue
+        value = rec.get(key)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise RecordError(f"({nodeid}) lacks a valid {key!r}")
+    lengths = {len(rec[k]) for k in ("seeds", "returns", "nominal_returns")}
+    if len(lengths) != 1 or not rec["seeds"]:
+        raise RecordError(f"({nodeid}) has seeds, returns and nominal_returns of different "
+                          "lengths")
+    numbers = [*rec["returns"], *rec["nominal_returns"]]
+    if not all(isinstance(x, _NUMBER) and not isinstance(x, bool) and math.isfinite(x)
+               for x in numbers):
+        raise RecordError(f"({nodeid}) has a non-finite or non-numeric return")
+    return rec
+
+
+def record_of(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, Any]:
+    """The record of ``check`` (a :class:`~pytest_rlaudit.assertions.RobustnessCheck`)
+    for the test ``nodeid``, gated by ``gate`` (None: reported only)."""
+    r = check.result
+    schedule = r.params.get("schedule")
+    t = check.thresholds
+    return {
+        "nodeid": nodeid,
+        "agent": check.agent,
+        "env": check.env,
+        "scenario": r.name,
+        "category": r.category,
+        "params": plain(dict(r.params)),
+        "schedule": None if not hasattr(schedule, "describe") else {
+            "description": schedule.describe(), "repr": repr(schedule),
+            "timeline": schedule.to_dict()},
+        "episodes": r.episodes,
+        "seed": int(check.seed),
+        "seeds": [int(x) for x in r.seeds],
+        "returns": [float(x) for x in r.returns],
+        "nominal_returns": ([] if check.nominal is None
+                            else [float(x) for x in check.nominal.returns]),
+        "reference": check.reference,
+        "reference_score": float(check.reference_score),
+        "mean_return": r.mean_return,
+        "ratio": float(r.ratio),
+        "ci_low": float(r.ci[0]),
+        "ci_high": float(r.ci[1]),
+        "confidence": check.level,
+        "p_value": None if r.p_value is None else float(r.p_value),
+        "rating": r.rating,
+        "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(),
+        "gate": gate,
+        "passed": bool(check.passed),
+        "thresholds": {"pass": t.pass_, "mild": t.mild, "degraded": t.degraded},
+    }
+
+
+def plain(value: Any) -> Any:
+    """A parameter as JSON types: numpy scalars as Python numbers, sequences and mappings
+    element-wise, a Schedule as its ``to_dict()``, anything else as its repr.
+
+    >>> plain({"k": 5, "speeds": (1, 2), "cls": int})
+    {'k': 5, 'speeds': [1, 2], 'cls': "<class 'int'>"}
+    """
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        return value.item()  # a numpy scalar (np.float64 is a float too: convert it first)
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "to_dict"):  # a Schedule: its JSON form
+        return value.to_dict()
+    return repr(value)

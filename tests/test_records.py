@@ -1,0 +1,56 @@
+"""The audit record: one list of fields, one validator, one builder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_rlaudit import check_robust
+from pytest_rlaudit.records import FIELDS, REQUIRED, RecordError, record_of, validate
+
+
+@pytest.fixture(scope="module")
+def record(controller):
+    check = check_robust(controller, "CartPole-v1", "jitter", min_ratio=0.5, episodes=3)
+    return record_of("t.py::test_x[jitter]", check, {"min_ratio": 0.5, "min_rating": None,
+                                                     "mode": "point"})
+
+
+def test_the_builder_writes_every_field_the_plugin_does_not_add_later(record):
+    added_by_the_plugin = {"order", "outcome", "checks", "hypothesis"}
+    assert set(record) == set(FIELDS) - added_by_the_plugin
+    assert set(REQUIRED) <= set(record)
+    assert validate(json.loads(json.dumps(record))) == record  # JSON-safe and valid
+
+
+@pytest.mark.parametrize(("field", "value", "match"), [
+    ("agent", None, "lacks a valid 'agent'"),
+    ("ratio", "0.9", "lacks a valid 'ratio'"),
+    ("passed", 1, "lacks a valid 'passed'"),
+    ("episodes", True, "lacks a valid 'episodes'"),
+    ("p_value", "small", "lacks a valid 'p_value'"),
+    ("returns", [1.0], "different lengths"),
+    ("returns", [float("nan")] * 3, "non-finite"),
+])
+def test_validate_names_what_is_wrong(record, field, value, match):
+    with pytest.raises(RecordError, match=match):
+        validate({**record, field: value})
+
+
+def test_optional_fields_may_be_missing_but_required_ones_may_not(record):
+    minimal = {k: record[k] for k in REQUIRED}
+    assert validate(minimal) is minimal
+    for key in REQUIRED:
+        with pytest.raises(RecordError, match=repr(key)):
+            validate({k: v for k, v in minimal.items() if k != key})
+    with pytest.raises(RecordError, match="is not an object"):
+        validate([minimal])
+
+
+def test_a_record_carries_the_rating_scale_the_check_used(controller):
+    from pytest_rlaudit.stats import Thresholds
+
+    strict = Thresholds(pass_=0.99, mild=0.9, degraded=0.6)
+    check = check_robust(controller, "CartPole-v1", "delay", episodes=3, thresholds=strict)
+    assert record_of("t", check, None)["thresholds"] == {"pass": 0.99, "mild": 0.9, "degraded": 0.6}
