@@ -74,8 +74,8 @@ def main() -> int:
             assert_no_policy_collapse,
             assert_no_regression,
         )
-        from pytest_rlaudit.baselines import load_baseline
-        from pytest_rlaudit.comparison import compare_records
+        from pytest_rlaudit.auditing.baselines import load_baseline
+        from pytest_rlaudit.auditing.comparison import compare_records
 
         doc = load_baseline(saved)
         # a changed run, so that every test and bootstrap really runs

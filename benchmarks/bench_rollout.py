@@ -59,9 +59,9 @@ from pytest_rlaudit import audit
 from pytest_rlaudit import scenarios as registry
 from pytest_rlaudit._seeding import episode_seed_sequence
 from pytest_rlaudit.perturbations import seed_perturbations
-from pytest_rlaudit.policies import SB3Policy
-from pytest_rlaudit.rollout import DEFAULT_BATCH_SIZE
+from pytest_rlaudit.rollout.runner import DEFAULT_BATCH_SIZE
 from pytest_rlaudit.scenarios import NOMINAL
+from pytest_rlaudit.world.agents import SB3Policy
 
 ENV_ID = "CartPole-v1"
 MODEL = Path(__file__).resolve().parent.parent / "examples" / "ppo_cartpole.zip"

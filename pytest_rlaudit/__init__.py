@@ -4,8 +4,8 @@
 >>> pytest_rlaudit.scenarios.DEPLOYMENT
 ('jitter', 'delay', 'spike', 'obs_noise')
 
-(``audit()`` lives in ``pytest_rlaudit.auditing``: a submodule named ``audit`` would
-replace the function on the package as soon as it is imported.)
+(``audit()`` lives in ``pytest_rlaudit.auditing.results``: a submodule named ``audit``
+would replace the function on the package as soon as it is imported.)
 
 Public names are imported on first use (PEP 562), so loading the pytest plugin costs
 every other test run nothing: no gymnasium, scipy, torch, stable-baselines3 or
@@ -20,21 +20,21 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "audit": "auditing",
-    "AuditResult": "auditing",
-    "ScenarioResult": "auditing",
-    "Scenario": "scenarios",
-    "Schedule": "schedules",
-    "find_breaking_schedule": "falsify",
-    "assert_robust": "assertions",
-    "check_robust": "assertions",
-    "assert_no_regression": "regression",
-    "assert_deterministic": "determinism",
-    "assert_no_policy_collapse": "collapse",
-    "RobustnessError": "assertions",
-    "Diagnosis": "diagnosis",
-    "as_policy": "policies",
-    "Policy": "policies",
+    "audit": "auditing.results",
+    "AuditResult": "auditing.results",
+    "ScenarioResult": "auditing.results",
+    "Scenario": "world.scenarios",
+    "Schedule": "world.schedules",
+    "find_breaking_schedule": "verdicts.falsify",
+    "assert_robust": "verdicts.assertions",
+    "check_robust": "verdicts.assertions",
+    "assert_no_regression": "verdicts.regression",
+    "assert_deterministic": "verdicts.determinism",
+    "assert_no_policy_collapse": "verdicts.collapse",
+    "RobustnessError": "verdicts.assertions",
+    "Diagnosis": "auditing.diagnosis",
+    "as_policy": "world.agents",
+    "Policy": "world.agents",
     "RLAuditError": "errors",
     "UnknownEnvError": "errors",
     "UnknownScenarioError": "errors",
@@ -45,19 +45,17 @@ _EXPORTS = {
     "RolloutError": "errors",
     "RolloutCapWarning": "errors",
 }
-_SUBMODULES = ("scenarios", "schedules", "strategies", "falsify", "perturbations", "policies",
-               "envs", "rollout", "auditing", "stats", "diagnosis", "assertions", "errors",
-               "comparison", "baselines", "tolerances", "regression", "determinism", "collapse")
+# The public modules: facades at the top (scenarios, perturbations, strategies) and the
+# layer packages (DESIGN.md section 2).
+_SUBMODULES = ("scenarios", "perturbations", "strategies", "stats", "errors", "world", "rollout",
+               "auditing", "verdicts", "reports")
 
 __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import scenarios
-    from .assertions import RobustnessError, assert_robust, check_robust
-    from .auditing import AuditResult, ScenarioResult, audit
-    from .collapse import assert_no_policy_collapse
-    from .determinism import assert_deterministic
-    from .diagnosis import Diagnosis
+    from .auditing.diagnosis import Diagnosis
+    from .auditing.results import AuditResult, ScenarioResult, audit
     from .errors import (
         BaselineError,
         PerturbationError,
@@ -69,11 +67,14 @@ if TYPE_CHECKING:  # pragma: no cover
         UnknownEnvError,
         UnknownScenarioError,
     )
-    from .falsify import find_breaking_schedule
-    from .policies import Policy, as_policy
-    from .regression import assert_no_regression
-    from .scenarios import Scenario
-    from .schedules import Schedule
+    from .verdicts.assertions import RobustnessError, assert_robust, check_robust
+    from .verdicts.collapse import assert_no_policy_collapse
+    from .verdicts.determinism import assert_deterministic
+    from .verdicts.falsify import find_breaking_schedule
+    from .verdicts.regression import assert_no_regression
+    from .world.agents import Policy, as_policy
+    from .world.scenarios import Scenario
+    from .world.schedules import Schedule
 
 
 def __getattr__(name: str) -> Any:

@@ -27,7 +27,7 @@ _ACTIVE: ContextVar[tuple[_Capture, ...]] = ContextVar("pytest_rlaudit_captures"
 
 @contextmanager
 def capture_checks(*, cache: dict[Any, Any] | None = None) -> Iterator[list[Any]]:
-    """Collect every :class:`~pytest_rlaudit.assertions.RobustnessCheck` made in the block.
+    """Collect every :class:`~pytest_rlaudit.verdicts.assertions.RobustnessCheck` made in the block.
 
     ``cache``: rollouts that checks made in the block may share (nominal episodes, policy
     adapters), for example across the examples of one hypothesis test.

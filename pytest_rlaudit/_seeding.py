@@ -1,4 +1,4 @@
-"""Seed derivation shared by the world and rollout layers (DESIGN section 5).
+"""Seed derivation shared by the world and rollout layers.
 
 Python's ``hash()`` is salted per process, so every stream is keyed by a CRC32 of
 the name instead: the same (seed, episode, name) gives the same numbers in every

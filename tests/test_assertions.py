@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from pytest_rlaudit import audit, scenarios
-from pytest_rlaudit.assertions import RobustnessError, assert_robust
-from pytest_rlaudit.auditing import ScenarioResult
+from pytest_rlaudit.auditing.results import ScenarioResult
 from pytest_rlaudit.errors import UnknownScenarioError
 from pytest_rlaudit.scenarios import Scenario
 from pytest_rlaudit.stats import Thresholds
+from pytest_rlaudit.verdicts.assertions import RobustnessError, assert_robust
 
 ENV = "CartPole-v1"
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pytest_rlaudit import audit, scenarios
-from pytest_rlaudit.diagnosis import Diagnosis, diagnose, parting_step
+from pytest_rlaudit.auditing.diagnosis import Diagnosis, diagnose, parting_step
 from pytest_rlaudit.scenarios import Scenario
 
 ENV = "CartPole-v1"

@@ -84,6 +84,7 @@ def test_without_hypothesis_the_strategies_name_the_extra_that_installs_it(monke
 
     monkeypatch.setitem(sys.modules, "hypothesis", None)  # as if it were not installed
     monkeypatch.delitem(sys.modules, "pytest_rlaudit.strategies", raising=False)
+    monkeypatch.delitem(sys.modules, "pytest_rlaudit.world.strategies", raising=False)
     with pytest.raises(ImportError, match=r"pytest_rlaudit\.strategies needs hypothesis, which "
                                           r"is not installed: pip install 'pytest-rlaudit\[hypothesis\]'"):
         import pytest_rlaudit.strategies  # noqa: F401

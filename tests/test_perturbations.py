@@ -1,4 +1,4 @@
-"""The perturbation wrappers, pinned on small hand-computed cases (DESIGN section 4)."""
+"""The perturbation wrappers, pinned on small hand-computed cases."""
 
 from __future__ import annotations
 
@@ -326,7 +326,7 @@ def test_every_wrapper_is_covered():
 def test_gymnasium_rebuilds_every_wrapper_from_its_spec_with_its_own_arguments(make, arguments):
     env = make()
     recorded = env.spec.additional_wrappers[-1]
-    assert recorded.entry_point == f"pytest_rlaudit.perturbations:{type(env).__name__}"
+    assert recorded.entry_point.endswith(f":{type(env).__name__}")
     if arguments is not None:
         assert recorded.kwargs == arguments
     rebuilt = gym.make(env.spec)

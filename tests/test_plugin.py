@@ -21,10 +21,10 @@ import gymnasium  # noqa: F401
 import hypothesis  # noqa: F401
 import pytest
 
-import pytest_rlaudit.assertions
-import pytest_rlaudit.report
-from pytest_rlaudit.options import OPTIONS
-from pytest_rlaudit.report import short_diagnosis
+import pytest_rlaudit.reports.summary
+import pytest_rlaudit.verdicts.assertions
+from pytest_rlaudit.plugin.options import OPTIONS
+from pytest_rlaudit.reports.summary import short_diagnosis
 from pytest_rlaudit.scenarios import DEFAULT, DEPLOYMENT, STRESS
 
 RATINGS = ("PASS", "MILD", "DEGRADED", "FAIL")
@@ -481,7 +481,7 @@ def test_without_rl_audit_nothing_heavy_is_imported(pytester: pytest.Pytester):
         import sys
 
         HEAVY = ("gymnasium", "torch", "scipy", "stable_baselines3", "matplotlib",
-                 "pytest_rlaudit.scenarios", "pytest_rlaudit.assertions")
+                 "pytest_rlaudit.scenarios", "pytest_rlaudit.verdicts.assertions")
 
         def _heavy():
             return ",".join(m for m in HEAVY if m in sys.modules) or "none"

@@ -11,11 +11,6 @@ import gymnasium  # noqa: F401
 import hypothesis  # noqa: F401
 import pytest
 
-import pytest_rlaudit.assertions  # the engine: in-process runs must not re-import it
-import pytest_rlaudit.baselines
-import pytest_rlaudit.comparison
-import pytest_rlaudit.report  # noqa: F401
-
 SCENARIOS = ("--rl-scenarios", "spike,delay")
 
 

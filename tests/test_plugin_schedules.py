@@ -15,11 +15,11 @@ import hypothesis  # noqa: F401
 import pytest
 from cartpole_agents import fragile
 
-import pytest_rlaudit.falsify
-import pytest_rlaudit.report
+import pytest_rlaudit.reports.summary
 import pytest_rlaudit.strategies
+import pytest_rlaudit.verdicts.falsify
 from pytest_rlaudit import Schedule
-from pytest_rlaudit.assertions import check_robust
+from pytest_rlaudit.verdicts.assertions import check_robust
 
 CONFTEST = '''
 import pytest
@@ -128,7 +128,7 @@ def test_delay(rl_agent, rl_env, schedule):
 
 def test_a_hypothesis_test_runs_its_nominal_episodes_once(project):
     project.makeconftest(CONFTEST + '''
-import pytest_rlaudit.assertions as A
+import pytest_rlaudit.verdicts.assertions as A
 
 CALLS = []
 _run = A.run_episodes
@@ -157,7 +157,7 @@ def test_count():
 ''')
     result = project.runpytest("--rl-audit", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
-    assert pytest_rlaudit.assertions.run_episodes.__name__ == "run_episodes"
+    assert pytest_rlaudit.verdicts.assertions.run_episodes.__name__ == "run_episodes"
 
 
 def test_assert_robust_in_an_ordinary_test_is_reported_like_an_audit(project, tmp_path):

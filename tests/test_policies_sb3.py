@@ -1,4 +1,4 @@
-"""The stable-baselines3 and torch adapters of ``pytest_rlaudit.policies``.
+"""The stable-baselines3 and torch adapters of ``pytest_rlaudit.world.agents``.
 
 Every model here is tiny and untrained (``net_arch=[16]``, no ``.learn()``): the tests are
 about the adapters (which algorithm, which spaces, which rows, which random streams), not
@@ -28,10 +28,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from torch import nn
 
 from pytest_rlaudit import audit, scenarios
-from pytest_rlaudit.envs import env_spec
 from pytest_rlaudit.errors import PolicyError
-from pytest_rlaudit.policies import MIN_TORCH_ROWS, SB3Policy, TorchPolicy, as_policy
-from pytest_rlaudit.rollout import run_episodes
+from pytest_rlaudit.rollout.runner import run_episodes
+from pytest_rlaudit.world.agents import MIN_TORCH_ROWS, SB3Policy, TorchPolicy, as_policy
+from pytest_rlaudit.world.envs import env_spec
 
 CARTPOLE = "CartPole-v1"
 PENDULUM = "Pendulum-v1"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_rlaudit import check_robust
-from pytest_rlaudit.records import FIELDS, REQUIRED, RecordError, record_of, validate
+from pytest_rlaudit.auditing.records import FIELDS, REQUIRED, RecordError, record_of, validate
 
 
 @pytest.fixture(scope="module")

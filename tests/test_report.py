@@ -1,4 +1,4 @@
-"""Unit tests of the report renderers (pytest_rlaudit.report) on hand-made records."""
+"""Unit tests of the report renderers (pytest_rlaudit.reports.summary) on hand-made records."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_rlaudit import report
-from pytest_rlaudit.report import (
+from pytest_rlaudit.reports import summary as report
+from pytest_rlaudit.reports.summary import (
     SUMMARY_SCHEMA,
     aggregates,
     markdown,

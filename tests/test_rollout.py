@@ -8,10 +8,10 @@ import pytest
 from toy_envs import CounterEnv, FaultyEnv
 
 from pytest_rlaudit import scenarios
-from pytest_rlaudit.envs import env_spec
 from pytest_rlaudit.errors import RolloutCapWarning, RolloutError
-from pytest_rlaudit.policies import as_policy
-from pytest_rlaudit.rollout import run_episodes
+from pytest_rlaudit.rollout.runner import run_episodes
+from pytest_rlaudit.world.agents import as_policy
+from pytest_rlaudit.world.envs import env_spec
 
 ALL = ["nominal", *scenarios.DEFAULT, *scenarios.EXTRAS]
 

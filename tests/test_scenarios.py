@@ -8,9 +8,9 @@ import pytest
 
 import pytest_rlaudit.perturbations as P
 from pytest_rlaudit import Scenario, Schedule, scenarios
-from pytest_rlaudit.envs import env_spec
 from pytest_rlaudit.errors import PerturbationError, UnknownEnvError, UnknownScenarioError
 from pytest_rlaudit.perturbations import ObservationNoise, Speed
+from pytest_rlaudit.world.envs import env_spec
 
 
 def test_registry_has_the_six_timing_audit_names_and_the_extras():

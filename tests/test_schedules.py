@@ -11,7 +11,6 @@ from hypothesis import find
 from toy_envs import counter, drive
 
 from pytest_rlaudit import Schedule, assert_robust, audit, find_breaking_schedule, scenarios
-from pytest_rlaudit.assertions import RobustnessError, check_robust
 from pytest_rlaudit.errors import PerturbationError
 from pytest_rlaudit.perturbations import (
     ObservationDelay,
@@ -22,6 +21,7 @@ from pytest_rlaudit.perturbations import (
 )
 from pytest_rlaudit.strategies import audit_settings, schedules
 from pytest_rlaudit.strategies import scenarios as scenario_strategy
+from pytest_rlaudit.verdicts.assertions import RobustnessError, check_robust
 
 # ---------------------------------------------------------------- the timeline
 

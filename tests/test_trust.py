@@ -18,17 +18,17 @@ from pytest_rlaudit import (
     assert_no_policy_collapse,
     assert_no_regression,
 )
-from pytest_rlaudit.baselines import (
+from pytest_rlaudit.auditing.baselines import (
     BASELINE_SCHEMA,
     baseline_document,
     check_writable,
     load_baseline,
     write_baseline,
 )
-from pytest_rlaudit.comparison import compare_records, compare_scenario
+from pytest_rlaudit.auditing.comparison import compare_records, compare_scenario
+from pytest_rlaudit.auditing.tolerances import Tolerance, parse_tolerance
 from pytest_rlaudit.errors import BaselineError, RolloutError
 from pytest_rlaudit.stats import ratio_change_ci
-from pytest_rlaudit.tolerances import Tolerance, parse_tolerance
 
 # ------------------------------------------------------------------ tolerances
 

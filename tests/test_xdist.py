@@ -19,9 +19,6 @@ import numpy.fft  # noqa: F401
 import pytest
 from cartpole_agents import source
 
-import pytest_rlaudit.assertions
-import pytest_rlaudit.report  # noqa: F401
-
 AGENTS = source()  # written as xdist_agents.py: module names must differ between pytester runs
 
 MARKED = """

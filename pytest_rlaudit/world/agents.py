@@ -46,8 +46,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from gymnasium import spaces
 
-from ._optional import EXTRAS, missing
-from .errors import PolicyError
+from .._optional import EXTRAS, missing
+from ..errors import PolicyError
 
 __all__ = [
     "Policy",

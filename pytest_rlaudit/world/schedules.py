@@ -1,4 +1,4 @@
-"""``Schedule``: a per-agent-step timeline of perturbation settings (DESIGN section 9).
+"""``Schedule``: a per-agent-step timeline of perturbation settings.
 
 A schedule says, for every agent step ``t`` (0 is the first step after reset), the
 speed ``k`` (the action is held for ``k`` env steps), the observation delay (in agent

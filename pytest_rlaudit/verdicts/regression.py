@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..auditing.comparison import Comparison, compare_audits
+from ..auditing.results import audit
+from ..auditing.tolerances import Tolerance
+from ..rollout.runner import DEFAULT_MAX_STEPS
+from ..world.envs import EnvLike
+from ..world.scenarios import ScenarioLike
 from .assertions import RobustnessError
-from .auditing import audit
-from .comparison import Comparison, compare_audits
-from .envs import EnvLike
-from .rollout import DEFAULT_MAX_STEPS
-from .scenarios import ScenarioLike
-from .tolerances import Tolerance
 
 __all__ = ["assert_no_regression"]
 
@@ -43,9 +43,9 @@ def assert_no_regression(
     Per scenario (nominal included) the mean returns are compared episode by episode,
     and per perturbation scenario the return ratios. *Hold* when any of them drops
     significantly (one-sided paired tests at ``alpha``, corrected for the number of
-    comparisons; see :mod:`pytest_rlaudit.comparison`) and by more than ``margin``:
+    comparisons; see :mod:`pytest_rlaudit.auditing.comparison`) and by more than ``margin``:
     a fraction of the baseline's mean return, or an absolute drop of the ratio. Returns
-    the :class:`~pytest_rlaudit.comparison.Comparison` (``.decision == "ship"``, with the
+    the :class:`~pytest_rlaudit.auditing.comparison.Comparison` (``.decision == "ship"``, with the
     improvements) or raises :class:`RobustnessError` whose message says "hold" and why.
     """
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1:

@@ -12,10 +12,11 @@ Standard library only: the plugin's controller reads records without the engine.
 ...        "ratio": 0.98}
 >>> validate(rec) is rec
 True
->>> validate({**rec, "returns": [1.0]})
-Traceback (most recent call last):
-...
-pytest_rlaudit.records.RecordError: (t::x) has seeds, returns and nominal_returns of different lengths
+>>> try:
+...     validate({**rec, "returns": [1.0]})
+... except RecordError as exc:
+...     print(exc)
+(t::x) has seeds, returns and nominal_returns of different lengths
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .errors import RLAuditError
+from ..errors import RLAuditError
 
 __all__ = ["FIELDS", "REQUIRED", "RecordError", "validate", "record_of", "plain"]
 
@@ -94,7 +95,7 @@ def validate(rec: Any) -> dict[str, Any]:
 
 
 def record_of(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, Any]:
-    """The record of ``check`` (a :class:`~pytest_rlaudit.assertions.RobustnessCheck`)
+    """The record of ``check`` (a :class:`~pytest_rlaudit.verdicts.assertions.RobustnessCheck`)
     for the test ``nodeid``, gated by ``gate`` (None: reported only)."""
     r = check.result
     schedule = r.params.get("schedule")

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _format
-from . import perturbations as P
-from .scenarios import Scenario
+from .. import _format
+from ..world import perturbations as P
+from ..world.scenarios import Scenario
 
 __all__ = ["Diagnosis", "diagnose", "parting_step"]
 

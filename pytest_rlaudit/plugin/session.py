@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from ._capture import capture_checks
-from ._format import fixed, interval
+from .._capture import capture_checks
+from .._format import fixed, interval
+from ..auditing.records import record_of, validate
 from .options import option_value
-from .records import record_of, validate
 
 __all__ = ["AuditSession", "ScenarioItem", "XdistHooks", "RECORD_KEY", "is_rl_item"]
 
@@ -79,8 +79,8 @@ class AuditSession:
                                     "compare with)")
         if not (save or compare):
             return
-        from .baselines import check_writable, load_baseline
-        from .errors import BaselineError
+        from ..auditing.baselines import check_writable, load_baseline
+        from ..errors import BaselineError
 
         try:
             if save:
@@ -111,7 +111,7 @@ class AuditSession:
         yield
         if self.baseline is None or _is_worker(self.config):
             return
-        from .comparison import compare_records
+        from ..auditing.comparison import compare_records
 
         records = sorted(self.records, key=lambda r: (r.get("order", 0), r["nodeid"]))
         self.comparison = compare_records(self.baseline["results"], records,
@@ -139,7 +139,7 @@ class AuditSession:
         items.extend(session.genitems(collector))
 
     def default_scenarios(self) -> list[Any]:
-        from . import scenarios as registry
+        from ..world import scenarios as registry
 
         names = self.settings["rl_scenarios"] or registry.DEFAULT
         try:
@@ -200,7 +200,7 @@ class AuditSession:
         it); agents given by path or import string are loaded once."""
         key = agent if isinstance(agent, str) else id(agent)
         if key not in self._policies:
-            from .policies import as_policy
+            from ..world.agents import as_policy
 
             algo = self.settings["rl_algo"] if isinstance(agent, str) else None
             self._policies[key] = (agent, as_policy(agent, algo=algo))
@@ -209,7 +209,7 @@ class AuditSession:
     def spec_for(self, env: Any) -> Any:
         key = env if isinstance(env, str) else id(env)
         if key not in self._envs:
-            from .envs import env_spec
+            from ..world.envs import env_spec
 
             self._envs[key] = (env, env_spec(env))
         return self._envs[key][1]
@@ -237,8 +237,8 @@ class AuditSession:
     def run(self, item: pytest.Item, scenario: Any, agent: Any = None, env: Any = None) -> Any:
         """Audit ``scenario`` for ``item`` and record it; raise RobustnessError on a miss."""
         __tracebackhide__ = True
-        from .assertions import RobustnessError
-        from .errors import ReferenceScoreError
+        from ..errors import ReferenceScoreError
+        from ..verdicts.assertions import RobustnessError
         from .options import episodes_marker
 
         policy = self.default_agent() if agent is None else self.policy_for(agent)
@@ -261,7 +261,7 @@ class AuditSession:
 
     def _check(self, policy: Any, spec: Any, scenario: Any, gate: dict[str, Any] | None,
                episodes: dict[str, Any]) -> Any:
-        from .assertions import check_robust
+        from ..verdicts.assertions import check_robust
 
         return check_robust(
             policy, spec, scenario, min_ratio=(gate or {}).get("min_ratio"),
@@ -336,7 +336,7 @@ class AuditSession:
             return nodeid.split("::", 1)[1]
         if not nodeid.endswith("]") or "[" not in nodeid:
             return None
-        from . import scenarios as registry
+        from ..world import scenarios as registry
 
         known = set(registry.names())
         parts = nodeid[nodeid.rindex("[") + 1:-1].split("-")
@@ -389,7 +389,7 @@ class AuditSession:
     def _audit_section(self, terminalreporter: Any) -> None:
         if not (self.records or self.lost or self.errors or self.report_paths):
             return
-        from .report import aggregates, table_rows
+        from ..reports.summary import aggregates, table_rows
 
         terminalreporter.section("rl audit", sep="=", bold=True)
         for lost in self.lost:
@@ -443,8 +443,8 @@ class AuditSession:
         if self.settings["rl_save"]:
             self._save(session, exitstatus)
         if self.settings["rl_report"]:  # always: a CI artifact step expects the folder
-            from . import __version__
-            from .report import summary, write_report
+            from .. import __version__
+            from ..reports.summary import summary, write_report
 
             extra: dict[str, Any] = {"seed": self.settings["rl_seed"], "lost": self.lost,
                                      "errors": self.errors}
@@ -457,7 +457,7 @@ class AuditSession:
             self.report_paths = write_report(doc, self.settings["rl_report"])
         xml = _junit_writer(self.config)
         if xml is not None and self.records:
-            from .report import aggregates
+            from ..reports.summary import aggregates
 
             groups = aggregates(self.records)
             for agg in groups:
@@ -470,8 +470,8 @@ class AuditSession:
 
     def _save(self, session: pytest.Session, exitstatus: int) -> None:
         """Write --rl-save's baseline; a partial run is saved marked and said to be partial."""
-        from . import __version__
-        from .baselines import baseline_document, write_baseline
+        from .. import __version__
+        from ..auditing.baselines import baseline_document, write_baseline
 
         path = self.settings["rl_save"]
         if not self.records:
@@ -586,8 +586,8 @@ class ScenarioItem(pytest.Item):
         plugin.run(self, self.scenario)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None):
-        from .assertions import RobustnessError
-        from .errors import RLAuditError
+        from ..errors import RLAuditError
+        from ..verdicts.assertions import RobustnessError
 
         # Our errors say what went wrong and what to do; a traceback would bury that. The
         # "value" style shows the message alone; its crash line (pytest's short summary,

@@ -1,4 +1,4 @@
-"""The pytest face: options, markers, fixtures and hook forwarding (DESIGN section 8).
+"""The pytest face: options, markers, fixtures and hook forwarding.
 
 Thin by design: option parsing lives in ``options.py``, the run's state and reports in
 ``session.py``. Loading it imports nothing heavy, so installing the plugin costs test

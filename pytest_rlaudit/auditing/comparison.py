@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ._format import fixed
-from .stats import degradation_p_value, holm, ratio, ratio_change_ci
+from .._format import fixed
+from ..stats import degradation_p_value, holm, ratio, ratio_change_ci
 from .tolerances import Metric, Tolerance, parse_tolerance
 
 __all__ = ["Tolerance", "parse_tolerance", "Change", "Comparison", "compare_scenario",
@@ -309,7 +309,7 @@ def _seeds(seeds: Sequence[int]) -> str:
 
 def compare_audits(baseline: Any, candidate: Any, tolerances: Iterable[Tolerance] = (), *,
                    alpha: float = 0.05) -> Comparison:
-    """Compare two :class:`~pytest_rlaudit.auditing.AuditResult` run on the same seeds:
+    """Compare two :class:`~pytest_rlaudit.auditing.results.AuditResult` run on the same seeds:
     nominal's mean return, then each scenario's mean return and ratio."""
     if list(baseline.nominal.seeds) != list(candidate.nominal.seeds) or baseline.env != candidate.env:
         raise ValueError("the two audits must run on the same env and episode seeds "

@@ -16,21 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from . import scenarios as registry
-from ._capture import notify, shared_cache
-from ._format import clip, fixed, interval
-from .auditing import (
+from .._capture import notify, shared_cache
+from .._format import clip, fixed, interval
+from ..auditing.results import (
     ScenarioResult,
     _stream_seed,
     check_episodes,
     resolve_reference,
     summarise,
 )
-from .envs import EnvLike, env_spec
-from .policies import as_policy
-from .rollout import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
-from .scenarios import NOMINAL, Scenario, ScenarioLike
-from .stats import (
+from ..rollout.runner import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
+from ..stats import (
     DEFAULT_THRESHOLDS,
     MODES,
     RATINGS,
@@ -41,6 +37,10 @@ from .stats import (
     rating_floor,
     verdict,
 )
+from ..world import scenarios as registry
+from ..world.agents import as_policy
+from ..world.envs import EnvLike, env_spec
+from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
 
 __all__ = ["RobustnessError", "RobustnessCheck", "assert_robust", "check_robust"]
 
@@ -159,7 +159,7 @@ def assert_robust(
     """Assert that ``agent`` keeps its return on ``env`` under ``scenario``; return its numbers.
 
     ``scenario`` is a registered name, a :class:`~pytest_rlaudit.scenarios.Scenario` or a
-    :class:`~pytest_rlaudit.schedules.Schedule` (as drawn by
+    :class:`~pytest_rlaudit.world.schedules.Schedule` (as drawn by
     ``pytest_rlaudit.strategies.schedules()`` in a hypothesis test).
 
     The threshold is ``min_ratio`` (ratio >= it), ``min_rating`` (the rating must be at

@@ -1,4 +1,4 @@
-"""Baseline files: a run's audit results saved for later comparison (DESIGN section 10).
+"""Baseline files: a run's audit results saved for later comparison.
 
 A baseline is one JSON document: per audited test its scenario, per-episode returns with
 their env seeds, the nominal returns they pair with, ratio, interval and rating; plus the
@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .errors import BaselineError
+from ..errors import BaselineError
 from .records import RecordError, validate
 
 __all__ = ["BASELINE_SCHEMA", "KIND", "baseline_document", "write_baseline", "load_baseline",

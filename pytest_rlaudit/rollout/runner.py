@@ -1,17 +1,17 @@
-"""The batched lock-step episode runner (DESIGN section 6).
+"""The batched lock-step episode runner.
 
 All (scenario, episode) pairs of an audit share one pool of ``batch_size`` env slots.
 At every decision step the runner makes one policy call for all active slots; a slot
 whose episode ends takes the next pair from the queue, so policy calls stay as large as
 possible until the queue drains. Episode ``i`` of every scenario is reset with env seed
-``seed + i``, and each perturbation draws from a stream keyed on (seed, i, scenario)
-(DESIGN section 5). Results are stored by (scenario, episode): they never depend on the
-batch size, the order of the queue or the process that ran them.
+``seed + i``, and each perturbation draws from a stream keyed on (seed, i, scenario).
+Results are stored by (scenario, episode): they never depend on the batch size, the
+order of the queue or the process that ran them.
 
 >>> import numpy as np
 >>> from pytest_rlaudit import scenarios
->>> from pytest_rlaudit.envs import env_spec
->>> from pytest_rlaudit.policies import as_policy
+>>> from pytest_rlaudit.world.envs import env_spec
+>>> from pytest_rlaudit.world.agents import as_policy
 >>> policy = as_policy(lambda obs: (obs[:, 2] + obs[:, 3] > 0).astype(np.int64))
 >>> out = run_episodes(policy, env_spec("CartPole-v1"), scenarios.resolve(["nominal", "jitter"]),
 ...                    episodes=3, seed=0)
@@ -32,12 +32,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ._seeding import POLICY_STREAM, episode_seed_sequence
-from .envs import AuditEnv
-from .errors import RolloutCapWarning, RolloutError
-from .perturbations import seed_perturbations
-from .policies import Policy
-from .scenarios import Scenario
+from .._seeding import POLICY_STREAM, episode_seed_sequence
+from ..errors import RolloutCapWarning, RolloutError
+from ..world.agents import Policy
+from ..world.envs import AuditEnv
+from ..world.perturbations import seed_perturbations
+from ..world.scenarios import Scenario
 
 __all__ = ["EpisodeBatch", "run_episodes", "DEFAULT_MAX_STEPS", "DEFAULT_BATCH_SIZE"]
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from . import scenarios as registry
+from ..rollout.runner import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
+from ..world import scenarios as registry
+from ..world.agents import as_policy
+from ..world.envs import EnvLike, env_spec
+from ..world.scenarios import NOMINAL, ScenarioLike
 from .assertions import RobustnessError
-from .envs import EnvLike, env_spec
-from .policies import as_policy
-from .rollout import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
-from .scenarios import NOMINAL, ScenarioLike
 
 __all__ = ["assert_deterministic"]
 

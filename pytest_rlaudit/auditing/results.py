@@ -26,16 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from . import scenarios as registry
-from ._format import fixed, interval, p_value
-from ._seeding import stable_hash
-from .diagnosis import Diagnosis, diagnose, parting_step
-from .envs import AuditEnv, EnvLike, env_spec
-from .policies import as_policy
-from .records import plain
-from .rollout import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
-from .scenarios import NOMINAL, Scenario, ScenarioLike
-from .stats import (
+from .._format import fixed, interval, p_value
+from .._seeding import stable_hash
+from ..rollout.runner import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
+from ..stats import (
     DEFAULT_THRESHOLDS,
     Thresholds,
     check_reference,
@@ -45,6 +39,12 @@ from .stats import (
     rating,
     ratio,
 )
+from ..world import scenarios as registry
+from ..world.agents import as_policy
+from ..world.envs import AuditEnv, EnvLike, env_spec
+from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
+from .diagnosis import Diagnosis, diagnose, parting_step
+from .records import plain
 
 __all__ = ["audit", "AuditResult", "ScenarioResult", "Aggregate", "SCHEMA_VERSION",
            "resolve_reference", "summarise"]

@@ -22,7 +22,7 @@ from typing import Any, Union
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
 
-from .errors import UnknownEnvError
+from ..errors import UnknownEnvError
 
 __all__ = ["EnvLike", "AuditEnv", "env_spec"]
 

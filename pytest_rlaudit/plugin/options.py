@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from .stats.ratings import MODES, RATINGS  # light: standard library only
-from .tolerances import Tolerance, parse_tolerance  # light: no numpy
+from ..auditing.tolerances import Tolerance, parse_tolerance  # light: no numpy
+from ..stats.ratings import MODES, RATINGS  # light: standard library only
 
 # ----------------------------------------------------------------------- parsers
 
@@ -290,8 +290,8 @@ def episodes_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
 
 def scenario_marker(marker: pytest.Mark) -> list[Any]:
     """The Scenarios an ``rl_scenario`` marker names, with its params applied to each."""
-    from . import scenarios as registry  # the registry imports gymnasium: only when used
-    from .errors import PerturbationError, UnknownScenarioError
+    from ..errors import PerturbationError, UnknownScenarioError
+    from ..world import scenarios as registry  # the registry imports gymnasium: only when used
 
     if not marker.args:
         raise MarkerError("@pytest.mark.rl_scenario(*names, **params) needs at least one "

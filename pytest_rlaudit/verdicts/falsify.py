@@ -21,11 +21,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ._optional import require
+from .._optional import require
+from ..rollout.runner import DEFAULT_MAX_STEPS
+from ..world.envs import EnvLike
+from ..world.schedules import Schedule
 from .assertions import check_robust
-from .envs import EnvLike
-from .rollout import DEFAULT_MAX_STEPS
-from .schedules import Schedule
 
 __all__ = ["find_breaking_schedule"]
 
@@ -60,7 +60,7 @@ def find_breaking_schedule(
     from hypothesis import Phase, find, settings
     from hypothesis.errors import NoSuchExample
 
-    from .strategies import schedules
+    from ..world.strategies import schedules
 
     if strategy is None:
         strategy = schedules()

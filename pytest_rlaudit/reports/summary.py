@@ -1,7 +1,7 @@
 """Renderers of a run's audit records: terminal rows, ``summary.json``, ``summary.md``, a chart.
 
 A *record* is one audited test as plain JSON types; its fields are listed once, in
-:data:`pytest_rlaudit.records.FIELDS`. The renderers know nothing of pytest.
+:data:`pytest_rlaudit.auditing.records.FIELDS`. The renderers know nothing of pytest.
 
 >>> rec = {"nodeid": "t::x[jitter]", "agent": "PPO", "env": "CartPole-v1",
 ...        "scenario": "jitter", "category": "deployment", "ratio": 0.5, "ci_low": 0.4,
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._format import fixed, interval, p_value, short_fix
+from .._format import fixed, interval, p_value, short_fix
 
 __all__ = ["SUMMARY_SCHEMA", "aggregates", "summary", "table_rows", "markdown", "write_report",
            "short_diagnosis"]
@@ -30,7 +30,7 @@ _BADGE = {"PASS": "✅ PASS", "MILD": "🟡 MILD", "DEGRADED": "🟠 DEGRADED", 
 
 
 def _rate(value: float, thresholds: dict[str, float]) -> str:
-    from .stats.ratings import Thresholds, rating
+    from ..stats.ratings import Thresholds, rating
 
     return rating(value, Thresholds(pass_=thresholds["pass"], mild=thresholds["mild"],
                                     degraded=thresholds["degraded"]))

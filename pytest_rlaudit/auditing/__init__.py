@@ -1,0 +1,4 @@
+"""Audits and their results: ``audit()``, diagnoses, records, baselines, comparisons.
+
+Imports nothing: name the module you need (so a light one stays light).
+"""

@@ -1,0 +1,287 @@
+"""Scenarios: named perturbations with their parameters, and the registry of them.
+
+>>> from pytest_rlaudit import scenarios
+>>> scenarios.get("jitter")
+Scenario('jitter', deployment, Jitter(base=2, jitter=1))
+>>> scenarios.DEPLOYMENT
+('jitter', 'delay', 'spike', 'obs_noise')
+>>> scenarios.get("jitter").with_params(jitter=2).params["jitter"]
+2
+
+The six names of the established timing audit (``nominal``, ``speed_5x``, ``jitter``,
+``delay``, ``spike``, ``obs_noise``) keep its exact semantics, so numbers carry over;
+the extras (``action_noise``, ``sticky_actions``, ``action_delay``, ``dropped_obs``,
+``dynamics``) are audited when asked for by name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from ..errors import PerturbationError, UnknownScenarioError
+from . import perturbations as P
+from .schedules import Schedule
+
+__all__ = [
+    "Scenario",
+    "Category",
+    "NOMINAL",
+    "DEPLOYMENT",
+    "STRESS",
+    "EXTRAS",
+    "DEFAULT",
+    "get",
+    "names",
+    "register",
+    "resolve",
+    "as_scenario",
+]
+
+Category = Literal["nominal", "deployment", "stress", "custom"]
+_CATEGORIES = ("nominal", "deployment", "stress", "custom")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A perturbation scenario: ``perturbation(env, **params)`` wraps an env.
+
+    ``perturbation`` is ``None`` for the nominal env. ``name`` keys the scenario's random
+    stream, so two scenarios with the same name and parameters give the same numbers.
+
+    >>> from pytest_rlaudit.perturbations import ObservationNoise
+    >>> s = Scenario("noisy_imu", "custom", ObservationNoise, {"sigma": 0.3})
+    >>> import gymnasium as gym
+    >>> s.wrap(gym.make("CartPole-v1")).sigma
+    0.3
+    """
+
+    name: str
+    category: Category
+    perturbation: Callable[..., gym.Env] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    #: ``timeline(**params)``: the Schedule a scenario that is one applies (see
+    #: :attr:`schedule`); by default a ``Scheduled`` wrapper's own ``timeline``.
+    timeline: Callable[..., Schedule] | None = None
+
+    @classmethod
+    def from_schedule(cls, schedule: Schedule, name: str = "schedule",
+                      category: Category = "custom") -> Scenario:
+        """A scenario that applies ``schedule`` (what ``audit``, ``assert_robust`` and the
+        registry take). ``name`` keys the perturbation's random stream, so schedules under
+        one name share noise draws (their comparisons are paired); name them apart to
+        audit several together.
+
+        >>> Scenario.from_schedule(Schedule(speed=3), "slow").schedule
+        Schedule(speed=3)
+        """
+        if not isinstance(schedule, Schedule):
+            raise TypeError(f"Scenario.from_schedule takes a Schedule, got {schedule!r}")
+        return cls(name, category, P.Scheduled, {"schedule": schedule}, schedule.describe())
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a scenario needs a non-empty string name, got {self.name!r}")
+        if self.category not in _CATEGORIES:
+            raise ValueError(
+                f"scenario {self.name!r}: category must be one of {', '.join(_CATEGORIES)}, "
+                f"got {self.category!r}"
+            )
+        if self.perturbation is not None and not callable(self.perturbation):
+            raise TypeError(
+                f"scenario {self.name!r}: perturbation must be a wrapper class or a callable "
+                f"env -> env, got {self.perturbation!r}"
+            )
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        self._check_params(self.params)
+        if self.timeline is None and isinstance(self.perturbation, type) and issubclass(
+                self.perturbation, P.Scheduled):
+            object.__setattr__(self, "timeline", self.perturbation.timeline)
+
+    def _check_params(self, params: Mapping[str, Any]) -> None:
+        if self.perturbation is None:
+            if params:
+                raise PerturbationError(f"scenario {self.name!r} takes no parameters")
+            return
+        try:
+            signature = inspect.signature(self.perturbation)
+        except (TypeError, ValueError):  # builtins and some callables have none
+            return
+        accepts_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        allowed = [n for n in list(signature.parameters)[1:]
+                   if signature.parameters[n].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                           inspect.Parameter.VAR_KEYWORD)]
+        unknown = [n for n in params if n not in allowed]
+        if unknown and not accepts_any:
+            raise PerturbationError(
+                f"scenario {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
+                f"its parameters are: {', '.join(allowed) or 'none'}"
+            )
+
+    def with_params(self, **params: Any) -> Scenario:
+        """A copy with some parameters overridden (unknown names are an error)."""
+        return Scenario(self.name, self.category, self.perturbation,
+                        {**self.params, **params}, self.description, self.timeline)
+
+    def wrap(self, env: gym.Env) -> gym.Env:
+        """Wrap ``env`` (outside its ``TimeLimit``) in this scenario's perturbation."""
+        if self.perturbation is None:
+            return env
+        return self.perturbation(env, **self.params)
+
+    @property
+    def schedule(self) -> Schedule | None:
+        """The timeline this scenario applies, for scenarios that are one (``spike``, any
+        :meth:`from_schedule`); None for stationary perturbations.
+
+        >>> get("spike").schedule
+        Schedule(speed=[1]*20 + [5]*20)
+        """
+        return None if self.timeline is None else self.timeline(**self.params)
+
+    def __repr__(self) -> str:
+        if self.perturbation is None:
+            return f"Scenario({self.name!r}, {self.category})"
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        label = getattr(self.perturbation, "__name__", repr(self.perturbation))
+        return f"Scenario({self.name!r}, {self.category}, {label}({args}))"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis prints failing examples through this (see Schedule._repr_pretty_).
+        printer.text(repr(self))
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.category, self.perturbation,
+                     tuple(sorted((k, repr(v)) for k, v in self.params.items()))))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Scenario):
+            return NotImplemented
+        return (self.name, self.category, self.perturbation, dict(self.params)) == (
+            other.name, other.category, other.perturbation, dict(other.params))
+
+
+_REGISTRY: dict[str, Scenario] = {}
+
+
+def register(scenario: Scenario, *, replace: bool = False) -> Scenario:
+    """Add ``scenario`` to the registry, so audits and markers can name it.
+
+    >>> from pytest_rlaudit.perturbations import ObservationNoise
+    >>> _ = register(Scenario("doc_noise", "custom", ObservationNoise, {"sigma": 0.5}))
+    >>> get("doc_noise").params["sigma"]
+    0.5
+    """
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"register() takes a Scenario, got {type(scenario).__name__}")
+    if scenario.name in _REGISTRY and not replace and _REGISTRY[scenario.name] != scenario:
+        raise ValueError(
+            f"a different scenario named {scenario.name!r} is already registered; "
+            "pick another name or pass replace=True"
+        )
+    _REGISTRY[scenario.name] = scenario
+    return scenario
+
+
+def names() -> tuple[str, ...]:
+    """The registered scenario names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def get(name: str) -> Scenario:
+    """The registered scenario called ``name``; an unknown name lists the known ones."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownScenarioError(
+            f"unknown scenario {name!r}.{hint} Known scenarios: {', '.join(_REGISTRY)}. "
+            "Register your own with pytest_rlaudit.scenarios.register(Scenario(...))."
+        ) from None
+
+
+ScenarioLike = str | Scenario | Schedule
+
+
+def as_scenario(item: ScenarioLike) -> Scenario:
+    """A scenario name, Scenario or Schedule as a Scenario (a Schedule is named
+    ``"schedule"``; see :meth:`Schedule.as_scenario`).
+
+    >>> as_scenario(Schedule(speed=2)).perturbation.__name__
+    'Scheduled'
+    """
+    if isinstance(item, Scenario):
+        return item
+    if isinstance(item, Schedule):
+        return Scenario.from_schedule(item)
+    if isinstance(item, str):
+        return get(item)
+    raise TypeError(f"a scenario is a registered name, a Scenario or a Schedule, got {item!r} "
+                    f"({type(item).__name__})")
+
+
+def resolve(items: ScenarioLike | Iterable[ScenarioLike] | None) -> tuple[Scenario, ...]:
+    """Scenario names, Scenarios or Schedules (``None``: the default suite) as Scenarios.
+
+    >>> [s.name for s in resolve(["delay", "spike"])]
+    ['delay', 'spike']
+    """
+    if items is None:
+        items = DEFAULT
+    if isinstance(items, (str, Scenario, Schedule)):
+        items = [items]
+    out = [as_scenario(item) for item in items]
+    seen: set[str] = set()
+    for s in out:
+        if s.name in seen:
+            hint = (" Name each schedule: schedule.as_scenario('a_name')."
+                    if s.schedule is not None else "")
+            raise ValueError(f"scenario {s.name!r} is listed twice; each name may appear "
+                             f"once.{hint}")
+        seen.add(s.name)
+    return tuple(out)
+
+
+NOMINAL = register(Scenario("nominal", "nominal", None, {}, "the env as made"))
+register(Scenario("speed_5x", "stress", P.Speed, {"k": 5},
+                  "every action held for 5 env steps (a 5x slower controller)"))
+register(Scenario("jitter", "deployment", P.Jitter, {"base": 2, "jitter": 1},
+                  "control period drawn from {1, 2, 3} env steps each agent step"))
+register(Scenario("delay", "deployment", P.ObservationDelay, {"steps": 1},
+                  "the agent sees the observation of one step earlier"))
+def _spike_timeline(start: int = 20, duration: int = 20, k: int = 5) -> Schedule:
+    return Schedule.spike(at=start, duration=duration, speed=k)
+
+
+register(Scenario("spike", "deployment", P.spike, {"start": 20, "duration": 20, "k": 5},
+                  "speed 5 for agent steps 20-39, else 1 (a latency spike)", _spike_timeline))
+register(Scenario("obs_noise", "deployment", P.ObservationNoise, {"sigma": 0.1},
+                  "Gaussian noise (std 0.1) on every step observation"))
+register(Scenario("action_noise", "deployment", P.ActionNoise, {"sigma": 0.1},
+                  "noisy actuators: Gaussian noise on Box actions, 10% random Discrete ones"))
+register(Scenario("sticky_actions", "deployment", P.StickyAction, {"p": 0.25},
+                  "with probability 0.25 the previous action is repeated"))
+register(Scenario("action_delay", "deployment", P.ActionDelay, {"steps": 1},
+                  "the env executes the action of one step earlier"))
+register(Scenario("dropped_obs", "deployment", P.DroppedObservation, {"p": 0.1},
+                  "with probability 0.1 a frame is dropped and the observation stays frozen"))
+register(Scenario("dynamics", "stress", P.Dynamics, {},
+                  "a heavier robot: the env's default physical parameter shift"))
+
+#: The deployment suite: timing and sensing disturbances a deployed agent meets.
+DEPLOYMENT: tuple[str, ...] = ("jitter", "delay", "spike", "obs_noise")
+#: The stress suite: disturbances beyond normal deployment, reported to show margins.
+STRESS: tuple[str, ...] = ("speed_5x",)
+#: Registered extras, audited only when named.
+EXTRAS: tuple[str, ...] = ("action_noise", "sticky_actions", "action_delay", "dropped_obs",
+                           "dynamics")
+#: What ``audit()`` runs when no scenarios are given.
+DEFAULT: tuple[str, ...] = DEPLOYMENT + STRESS
