@@ -24,7 +24,7 @@ import pytest
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions
 from pytest_rlaudit.plugin.options import OPTIONS
-from pytest_rlaudit.reports.summary import short_diagnosis
+from pytest_rlaudit.reports.rows import short_diagnosis
 from pytest_rlaudit.scenarios import DEFAULT, DEPLOYMENT, STRESS
 
 RATINGS = ("PASS", "MILD", "DEGRADED", "FAIL")
@@ -545,6 +545,20 @@ def test_conftest_fixtures_override_the_options(tester: pytest.Pytester):
         "*PytestConfigWarning: --rl-env Acrobot-v1 is not used: the rl_env fixture at "
         "*conftest.py:8 overrides it*"], consecutive=False)
     assert text(result).count("is not used") == 2  # once per option, not per test
+
+
+def test_the_plugins_own_fixtures_use_the_options_without_a_warning(tester: pytest.Pytester):
+    tester.makepyfile(test_defaults="""
+        import pytest
+
+        @pytest.mark.rl_threshold(min_rating="FAIL")
+        @pytest.mark.rl_scenario("delay")
+        def test_x(rl_audit):
+            rl_audit()
+    """)
+    result = tester.runpytest(*CLI, "--rl-agent", "agents:robust", "-W", "error::pytest.PytestConfigWarning")
+    result.assert_outcomes(passed=1)
+    assert "is not used" not in text(result)
 
 
 def test_a_fixture_that_reads_the_option_is_not_warned_about(tester: pytest.Pytester):

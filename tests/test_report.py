@@ -11,15 +11,9 @@ from typing import Any
 import pytest
 
 from pytest_rlaudit.reports import summary as report
-from pytest_rlaudit.reports.summary import (
-    SUMMARY_SCHEMA,
-    aggregates,
-    markdown,
-    short_diagnosis,
-    summary,
-    table_rows,
-    write_report,
-)
+from pytest_rlaudit.reports.markdown import markdown
+from pytest_rlaudit.reports.rows import short_diagnosis, table_rows
+from pytest_rlaudit.reports.summary import SUMMARY_SCHEMA, aggregates, summary, write_report
 
 DEFAULT_THRESHOLDS = {"pass": 0.95, "mild": 0.8, "degraded": 0.5}
 FIX = ("train with Jitter(env, base=2, jitter=1) (a randomised control period); add the "

@@ -1,0 +1,66 @@
+"""The items the plugin adds, and which items are audits.
+
+Zero-config audits (``--rl-agent`` and ``--rl-env`` and no audit test of the repo's own)
+are one :class:`ScenarioItem` per scenario, under one :class:`ScenarioCollector`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+__all__ = ["ScenarioItem", "ScenarioCollector", "is_rl_item", "is_hypothesis_test"]
+
+_RL_MARKERS = ("rl_audit", "rl_scenario", "rl_threshold", "rl_episodes")
+_RL_FIXTURES = ("rl_audit", "rl_scenario")
+
+
+def is_rl_item(item: pytest.Item) -> bool:
+    """An audit test: marked with an rl marker, using an rl fixture, or generated."""
+    return (isinstance(item, ScenarioItem)
+            or any(item.get_closest_marker(m) for m in _RL_MARKERS)
+            or any(f in getattr(item, "fixturenames", ()) for f in _RL_FIXTURES))
+
+
+def is_hypothesis_test(item: pytest.Item) -> bool:
+    return bool(getattr(getattr(item, "obj", None), "is_hypothesis_test", False))
+
+
+class ScenarioItem(pytest.Item):
+    """A zero-config audit item: one scenario for --rl-agent on --rl-env."""
+
+    def __init__(self, *, scenario: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+
+    def runtest(self) -> None:
+        plugin: Any = self.config.pluginmanager.get_plugin("rlaudit-session")
+        plugin.run(self, self.scenario)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None):
+        from ..errors import RLAuditError
+        from ..verdicts.assertions import RobustnessError
+
+        # Our errors say what went wrong and what to do; a traceback would bury that. The
+        # "value" style shows the message alone; its crash line (pytest's short summary,
+        # JUnit's message attribute) gets the message without the exception's class path.
+        if isinstance(excinfo.value, (RobustnessError, RLAuditError)):
+            shown = excinfo.getrepr(style="value")
+            crash = getattr(shown, "reprcrash", None)
+            if crash is not None:
+                crash.message = str(excinfo.value)
+            return shown
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[str, None, str]:
+        return "rl-audit", None, f"rl-audit: {self.scenario.name}"
+
+
+class ScenarioCollector(pytest.Collector):
+    """Collects the zero-config items (one per scenario of the default suite)."""
+
+    def collect(self) -> list[ScenarioItem]:
+        plugin: Any = self.config.pluginmanager.get_plugin("rlaudit-session")
+        return [ScenarioItem.from_parent(self, name=s.name, scenario=s)
+                for s in plugin.default_scenarios()]

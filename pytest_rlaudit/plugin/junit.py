@@ -1,0 +1,59 @@
+"""JUnit XML: each audited test's properties and the suite's ratings.
+
+Properties are strings (``rl.scenario``, ``rl.ratio``, ...); they reach the file through
+``item.user_properties``, which pytest's junitxml reads when it writes a test case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+__all__ = ["properties", "add_suite_properties"]
+
+
+def _writer(config: pytest.Config) -> Any:
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - pytest moved it
+        return None
+    return config.stash.get(xml_key, None)
+
+
+def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
+    d = record["diagnosis"]
+    return [
+        ("rl.scenario", record["scenario"]),
+        ("rl.ratio", f"{record['ratio']:.6f}"),
+        ("rl.ci_low", f"{record['ci_low']:.6f}"),
+        ("rl.ci_high", f"{record['ci_high']:.6f}"),
+        ("rl.rating", record["rating"]),
+        ("rl.p_value", "" if record["p_value"] is None else f"{record['p_value']:.6g}"),
+        ("rl.episodes", str(record["episodes"])),
+        ("rl.diagnosis", "" if d is None else f"{d['pattern']}. Likely cause: {d['cause']}. "
+                                              f"Fix: {d['fix']}."),
+    ] + ([] if not record.get("schedule") else [
+        ("rl.schedule", record["schedule"]["description"]),
+        ("rl.schedule_repr", record["schedule"]["repr"]),
+    ])
+
+
+def add_suite_properties(config: pytest.Config, records: Sequence[dict[str, Any]],
+                         comparison: Any) -> None:
+    """``rl.deployment`` and ``rl.stress`` (per agent and env when several), and
+    ``rl.compare`` with a baseline; nothing without ``--junitxml`` or records."""
+    from ..reports.summary import aggregates
+
+    xml = _writer(config)
+    if xml is None or not records:
+        return
+    groups = aggregates(records)
+    for agg in groups:
+        suffix = "" if len(groups) == 1 else f"[{agg['agent']}@{agg['env']}]"
+        for category in ("deployment", "stress"):
+            if agg[category]:
+                xml.add_global_property(f"rl.{category}{suffix}", agg[category]["rating"])
+    if comparison is not None:
+        xml.add_global_property("rl.compare", comparison.decision)

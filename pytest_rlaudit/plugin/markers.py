@@ -1,0 +1,161 @@
+"""The plugin's markers: their documentation, their validated arguments, and the
+parametrization ``rl_scenario`` makes (one item per scenario, so xdist can spread them).
+
+A marker argument the marker does not take, or a value out of range, is a
+:class:`MarkerError`, reported as a collection error that says which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from .options import _episodes, _mode, _rating, _ratio
+
+__all__ = ["MARKERS", "MarkerError", "threshold_marker", "episodes_marker", "scenario_marker",
+           "parametrize"]
+
+MARKERS = (
+    "rl_audit: an RL robustness audit test; runs only with --rl-audit.",
+    "rl_scenario(*names, **params): run the test once per named perturbation scenario "
+    "(ids are the scenario names); params override the scenarios' defaults.",
+    "rl_threshold(min_ratio=None, min_rating=None, mode='point'): the pass condition of "
+    "the scenario's return ratio; mode is point, confident or not_worse.",
+    "rl_episodes(n, max_n=None, target_ci_width=None): paired episodes per scenario, "
+    "optionally adaptive up to max_n until the interval is narrower than target_ci_width.",
+)
+
+
+
+
+def _rl_threshold(min_ratio: float | None = None, min_rating: str | None = None,
+                  mode: str = "point") -> dict[str, Any]:
+    return {"min_ratio": min_ratio, "min_rating": min_rating, "mode": mode}
+
+
+def _rl_episodes(n: int, max_n: int | None = None,
+                 target_ci_width: float | None = None) -> dict[str, Any]:
+    return {"n": n, "max_n": max_n, "target_ci_width": target_ci_width}
+
+
+class MarkerError(Exception):
+    """A marker with arguments it does not take, or values out of range."""
+
+
+def _bind(marker: pytest.Mark, signature_of: Callable[..., Any], name: str) -> dict[str, Any]:
+    try:
+        return signature_of(*marker.args, **marker.kwargs)
+    except TypeError as exc:
+        text = str(exc).replace(signature_of.__name__ + "()", name)
+        raise MarkerError(f"@pytest.mark.{name}{_plain_signature(signature_of)}: {text}") from None
+
+
+def _plain_signature(function: Callable[..., Any]) -> inspect.Signature:
+    """The signature as ``pytest --markers`` shows it: no annotations, no return type."""
+    signature = inspect.signature(function)
+    return signature.replace(
+        parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+        return_annotation=inspect.Signature.empty)
+
+
+def threshold_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
+    """The validated kwargs of an ``rl_threshold`` marker (None without one)."""
+    if marker is None:
+        return None
+    values = _bind(marker, _rl_threshold, "rl_threshold")
+    if values["min_ratio"] is not None:
+        try:
+            values["min_ratio"] = _ratio(values["min_ratio"])
+        except argparse.ArgumentTypeError as exc:
+            raise MarkerError(f"@pytest.mark.rl_threshold: min_ratio {exc}") from None
+    if values["min_rating"] is not None:
+        try:
+            values["min_rating"] = _rating(values["min_rating"])
+        except argparse.ArgumentTypeError as exc:
+            raise MarkerError(f"@pytest.mark.rl_threshold: min_rating {exc}") from None
+    try:
+        values["mode"] = _mode(values["mode"])
+    except argparse.ArgumentTypeError as exc:
+        raise MarkerError(f"@pytest.mark.rl_threshold: mode {exc}") from None
+    return values
+
+
+def episodes_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
+    """The validated kwargs of an ``rl_episodes`` marker (None without one)."""
+    if marker is None:
+        return None
+    values = _bind(marker, _rl_episodes, "rl_episodes")
+    for key in ("n", "max_n"):
+        if values[key] is not None:
+            if isinstance(values[key], bool) or not isinstance(values[key], int):
+                raise MarkerError(f"@pytest.mark.rl_episodes: {key} must be an integer >= 2, "
+                                  f"got {values[key]!r}")
+            try:
+                _episodes(values[key])
+            except argparse.ArgumentTypeError as exc:
+                raise MarkerError(f"@pytest.mark.rl_episodes: {key} {exc}") from None
+    if values["max_n"] is not None and values["max_n"] < values["n"]:
+        raise MarkerError(f"@pytest.mark.rl_episodes: max_n ({values['max_n']}) must be >= n "
+                          f"({values['n']})")
+    width = values["target_ci_width"]
+    if width is not None:
+        if values["max_n"] is None:
+            raise MarkerError("@pytest.mark.rl_episodes: target_ci_width needs max_n, the most "
+                              "episodes to spend reaching it")
+        if isinstance(width, bool) or not isinstance(width, (int, float)) or not width > 0:
+            raise MarkerError(f"@pytest.mark.rl_episodes: target_ci_width must be a positive "
+                              f"number, got {width!r}")
+    return values
+
+
+def scenario_marker(marker: pytest.Mark) -> list[Any]:
+    """The Scenarios an ``rl_scenario`` marker names, with its params applied to each."""
+    from ..errors import PerturbationError, UnknownScenarioError
+    from ..world import scenarios as registry  # the registry imports gymnasium: only when used
+
+    if not marker.args:
+        raise MarkerError("@pytest.mark.rl_scenario(*names, **params) needs at least one "
+                          f"scenario name, e.g. rl_scenario('jitter', 'delay'); known: "
+                          f"{', '.join(registry.names())}")
+    out = []
+    for name in marker.args:
+        try:
+            scenario = registry.as_scenario(name)
+            out.append(scenario.with_params(**marker.kwargs) if marker.kwargs else scenario)
+        except (UnknownScenarioError, PerturbationError, TypeError) as exc:
+            raise MarkerError(f"@pytest.mark.rl_scenario: {exc}") from None
+    return out
+
+
+def parametrize(metafunc: pytest.Metafunc, enabled: bool) -> None:
+    """Validate a test's rl markers and parametrize ``rl_scenario`` from ``rl_scenario``;
+    scenario names are resolved only when audits run (``enabled``), since the registry
+    imports gymnasium."""
+    definition = metafunc.definition
+    try:
+        threshold_marker(definition.get_closest_marker("rl_threshold"))
+        episodes_marker(definition.get_closest_marker("rl_episodes"))
+        marker = definition.get_closest_marker("rl_scenario")
+        if marker is None:
+            return
+        if "rl_scenario" not in metafunc.fixturenames:
+            raise MarkerError("@pytest.mark.rl_scenario parametrizes the rl_scenario fixture: "
+                              "use the rl_audit (or rl_scenario) fixture in the test")
+        if enabled:
+            values: list[Any] = scenario_marker(marker)
+            ids = [s.name for s in values]
+        else:  # skipped anyway: keep collection light (the registry imports gymnasium)
+            values = list(marker.args)
+            ids = [name if isinstance(name, str) else getattr(name, "name", "schedule")
+                   for name in marker.args]
+    except MarkerError as exc:
+        error = f"{metafunc.definition.nodeid}: {exc}"
+    else:
+        error = None
+    if error is not None:  # outside the except block: no "During handling of ..." chain
+        pytest.fail(error, pytrace=False)
+    metafunc.parametrize("rl_scenario", values, ids=ids, scope="function")

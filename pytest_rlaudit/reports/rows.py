@@ -1,0 +1,53 @@
+"""Table cells of a record, shared by the terminal and Markdown tables.
+
+>>> rec = {"nodeid": "t", "scenario": "speed_5x", "rating": "FAIL", "gate": None,
+...        "diagnosis": {"pattern": "", "cause": "", "fix": "train with Speed(env, k=5); or not"}}
+>>> rating_cell(rec), short_diagnosis(rec)
+('FAIL (not gated)', 'train with Speed(env, k=5)')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._format import fixed, interval, p_value, short_fix
+
+__all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows"]
+
+
+def order_key(rec: dict[str, Any]) -> tuple[int, str]:
+    """Collection order (the same on every xdist worker), then node id."""
+    return (rec.get("order", 0), rec["nodeid"])
+
+
+def short_diagnosis(rec: dict[str, Any]) -> str:
+    """The first clause of the fix ("train with Jitter(env, base=2, jitter=1)"), or ''."""
+    diagnosis = rec.get("diagnosis")
+    return short_fix(diagnosis["fix"]) if diagnosis else ""
+
+
+def gated(rec: dict[str, Any]) -> bool:
+    """Whether the record's verdict counted (stress scenarios are reported ungated unless
+    --rl-fail-stress or a marker gates them). Records without the key count."""
+    return "gate" not in rec or rec["gate"] is not None
+
+
+def rating_cell(rec: dict[str, Any], badges: dict[str, str] | None = None) -> str:
+    """The rating as a table shows it, saying "not gated" for a row that gated nothing."""
+    rating = rec["rating"]
+    if not gated(rec):
+        return f"{rating} (not gated)"
+    return badges[rating] if badges else rating
+
+
+def table_rows(records: Sequence[dict[str, Any]]) -> list[tuple[list[str], str]]:
+    """Terminal rows (cells, rating): a header, then one row per record."""
+    level = records[0].get("confidence", 0.95) if records else 0.95
+    rows: list[tuple[list[str], str]] = [(
+        ["agent", "env", "scenario", "ratio", f"{level:.0%} CI", "rating", "p", "diagnosis"], "")]
+    for rec in sorted(records, key=order_key):
+        rows.append(([rec["agent"], rec["env"], rec["scenario"], fixed(rec["ratio"]),
+                      interval(rec["ci_low"], rec["ci_high"]), rating_cell(rec),
+                      p_value(rec.get("p_value")), short_diagnosis(rec) or "-"], rec["rating"]))
+    return rows

@@ -1,0 +1,102 @@
+"""The terminal's renderers: the "rl audit" and "rl audit comparison" sections, the
+diagnosis section of a failed audit and the ``-v`` progress line, as functions of records.
+
+A line is a list of segments ``(text, style)``; the style is a rating (``"PASS"`` ...),
+a comparison status, ``"bold"``, ``"error"``, ``"warn"`` or ``""``. The pytest face maps
+styles to colours; nothing here knows pytest.
+
+>>> rec = {"nodeid": "t::x[jitter]", "agent": "PPO", "env": "CartPole-v1",
+...        "scenario": "jitter", "category": "deployment", "ratio": 0.5, "ci_low": 0.4,
+...        "ci_high": 0.6, "p_value": 0.01, "rating": "FAIL", "diagnosis": None}
+>>> progress_line(rec)
+[('    rl audit: PPO / jitter: ratio 0.500 (0.400 to 0.600) FAIL', 'FAIL')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._format import fixed, interval
+from .rows import order_key, table_rows
+from .summary import aggregates
+
+__all__ = ["Line", "audit_section", "comparison_section", "diagnosis_text", "progress_line"]
+
+Line = list[tuple[str, str]]
+
+
+def progress_line(rec: dict[str, Any]) -> Line:
+    """The ``-v`` line printed as each audit finishes."""
+    return [(f"    rl audit: {rec['agent']} / {rec['scenario']}: ratio {fixed(rec['ratio'])} "
+             f"({interval(rec['ci_low'], rec['ci_high'])}) {rec['rating']}", rec["rating"])]
+
+
+def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str, str]] = (),
+                  errors: Sequence[dict[str, Any]] = ()) -> list[Line]:
+    """The "rl audit" section: lost and errored audits, the table, the schedules that
+    broke an agent, and each agent's deployment and stress ratings."""
+    lines: list[Line] = [[(f"lost: scenario {x['scenario']} ({x['nodeid']}): its xdist worker "
+                           "crashed, so it has no result", "error")] for x in lost]
+    lines += [[(f"error: {x['nodeid']}: {x['message']}", "error")] for x in errors]
+    if not records:
+        return lines
+    rows = table_rows(records)
+    widths = [max(len(cells[i]) for cells, _ in rows) for i in range(len(rows[0][0]) - 1)]
+    for cells, rated in rows:
+        text = "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
+        lines.append([(f"{text}  {cells[-1]}".rstrip(), rated or "bold")])
+    for rec in sorted(records, key=order_key):
+        if rec.get("schedule") and not (rec["passed"] and rec["rating"] == "PASS"):
+            what = ("smallest failing schedule" if not rec["passed"] and rec.get("hypothesis")
+                    else "schedule")
+            verb = "breaks" if rec["rating"] in ("FAIL", "DEGRADED") else (
+                "degrades" if rec["rating"] == "MILD" else "holds")
+            lines.append([(f"{rec['nodeid']}: {what}: {verb} when "
+                           f"{rec['schedule']['description']} (ratio {fixed(rec['ratio'])}, "
+                           f"{rec['rating']}): {rec['schedule']['repr']}", rec["rating"])])
+    for agg in aggregates(records):
+        if not (agg["deployment"] or agg["stress"]):
+            continue
+        line: Line = [(f"{agg['agent']} on {agg['env']}:", "")]
+        for category in ("deployment", "stress"):
+            if agg[category]:
+                a = agg[category]
+                line += [(f"  {category} ", "bold"), (a["rating"], a["rating"]),
+                         (f" (min ratio {fixed(a['score'])}, {a['scenario']})", "")]
+        lines.append(line)
+    return lines
+
+
+def comparison_section(comparison: Any, baseline: dict[str, Any], path: str) -> list[Line]:
+    """The "rl audit comparison" section of a
+    :class:`~pytest_rlaudit.auditing.comparison.Comparison` with the baseline at ``path``."""
+    c = comparison
+    partial = "" if baseline.get("complete", True) else " (a PARTIAL run)"
+    lines: list[Line] = [[(f"baseline {path}: pytest-rlaudit {baseline.get('version', '?')}, "
+                           f"{baseline.get('created', '?')}{partial}", "")]]
+    lines += [[(f"{ch.status.upper():9}  {ch.key}  {ch.describe()}", ch.status)]
+              for ch in c.changes if ch.status != "same"]
+    same = sum(ch.status == "same" for ch in c.changes)
+    if same:
+        lines.append([(f"{same} of {len(c.changes)} comparisons show no significant change", "")])
+    lines += [[(f"CANNOT COMPARE  {problem}", "error")] for problem in c.mismatches]
+    if c.new:
+        lines.append([(f"new (not in the baseline): {', '.join(c.new)}", "")])
+    if c.missing:
+        lines.append([(f"in the baseline, not in this run: {', '.join(c.missing)}", "")])
+    if c.power_note:
+        lines.append([(f"note: {c.power_note}", "warn")])
+    decision, _, why = c.summary().partition(": ")
+    style = {"ship": "improved", "hold": "error"}.get(c.decision, "worse" if c.drops else "")
+    lines.append([(f"{decision.upper()}: {why}", style)])
+    return lines
+
+
+def diagnosis_text(rec: dict[str, Any]) -> str:
+    """The "rl audit diagnosis" section of a failed audit: what broke, why, what to do."""
+    d = rec["diagnosis"]
+    return (f"{rec['agent']} on {rec['env']}, scenario {rec['scenario']}: ratio "
+            f"{fixed(rec['ratio'])} ({interval(rec['ci_low'], rec['ci_high'])}), "
+            f"{rec['rating']}\n"
+            f"what broke:   {d['pattern']}\nlikely cause: {d['cause']}\nfix:          {d['fix']}\n")
