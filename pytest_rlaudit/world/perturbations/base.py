@@ -1,0 +1,171 @@
+"""The base of every perturbation wrapper, and the helpers wrappers share: argument
+checks, noisy actions, the generator of each wrapper and its reseeding."""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..._seeding import stable_hash
+from ...errors import PerturbationError
+
+__all__ = ["Perturbation", "seed_perturbations", "RepeatAction"]
+
+try:
+    from gymnasium.wrappers import RepeatAction
+except ImportError:  # gymnasium < 1.3: the wrapper as gymnasium 1.3 defines it
+
+    class RepeatAction(gym.Wrapper):  # type: ignore[no-redef]
+        """Repeat each action ``num_repeats`` times, summing rewards, until the episode ends."""
+
+        def __init__(self, env: gym.Env, num_repeats: int) -> None:
+            gym.Wrapper.__init__(self, env)
+            self.num_repeats = num_repeats
+
+        def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+            total = 0.0
+            for _ in range(self.num_repeats):
+                obs, reward, terminated, truncated, info = self.env.step(action)
+                total += float(reward)
+                if terminated or truncated:
+                    break
+            return obs, total, terminated, truncated, info
+
+
+def _int_arg(owner: str, name: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise PerturbationError(
+            f"{owner}: {name} must be an integer >= {minimum}, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if value < minimum:
+        raise PerturbationError(f"{owner}: {name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _float_arg(
+    owner: str, name: str, value: Any, *, low: float = 0.0, high: float = np.inf,
+    high_open: bool = False,
+) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise PerturbationError(
+            f"{owner}: {name} must be a number, got {value!r} ({type(value).__name__})"
+        )
+    value = float(value)
+    upper_ok = value < high if high_open else value <= high
+    if not (np.isfinite(value) and value >= low and upper_ok):
+        bracket = ")" if high_open else "]"
+        raise PerturbationError(
+            f"{owner}: {name} must be a finite number in [{low}, {high}{bracket}, got {value}"
+        )
+    return value
+
+
+def _require_box_obs(owner: str, env: gym.Env) -> None:
+    if not isinstance(env.observation_space, spaces.Box):
+        raise PerturbationError(
+            f"{owner} adds noise to array observations (a Box space); this env's observation "
+            f"space is {env.observation_space}. Flatten it first "
+            "(gymnasium.wrappers.FlattenObservation) or choose another scenario."
+        )
+
+
+def _check_action_noise(space: gym.Space, sigma: Any, owner: str) -> float:
+    """Validate an action-noise sigma for ``space`` (a probability for Discrete actions)."""
+    if isinstance(space, spaces.Discrete):
+        return _float_arg(owner, "sigma (a probability for Discrete actions)", sigma, high=1.0)
+    if isinstance(space, spaces.Box):
+        if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+            raise PerturbationError(
+                f"{owner}: action noise is scaled by the action range, but this env's action "
+                f"space {space} is unbounded; rescale it first (gymnasium.wrappers.RescaleAction)."
+            )
+        return _float_arg(owner, "sigma", sigma)
+    raise PerturbationError(f"{owner}: action noise needs a Box or Discrete action space, not {space}.")
+
+
+def _noisy_action(space: gym.Space, action: Any, sigma: float, rng: np.random.Generator, *,
+                  aligned: bool = False) -> Any:
+    """Box: Gaussian noise of ``sigma`` x half the range, clipped; Discrete: a random action
+    with probability ``sigma``. ``aligned`` draws the same numbers at every call (a
+    schedule's sigma varies by step; the stream must not)."""
+    if isinstance(space, spaces.Discrete):
+        if aligned:
+            replace, other = rng.random(), int(rng.integers(space.n))
+            return space.start + other if replace < sigma else action
+        if rng.random() < sigma:
+            return space.start + int(rng.integers(space.n))
+        return action
+    half = (space.high - space.low) / 2.0
+    noisy = np.asarray(action) + sigma * half * rng.standard_normal(space.shape)
+    return np.clip(noisy, space.low, space.high).astype(space.dtype)
+
+
+class Perturbation(gym.utils.RecordConstructorArgs):
+    """Base of every perturbation wrapper: its own seeded generator and its arguments.
+
+    Put it first among a wrapper's bases and call ``_init_perturbation(**arguments)``
+    first in ``__init__``, with the arguments that rebuild the wrapper: gymnasium then
+    rebuilds it from the env's spec (``gym.make(env.spec)``), and ``reset`` reseeds
+    ``self.rng``. ``seed_perturbation(seed)`` pins the generator for the next reset (the
+    audit runner uses it); otherwise ``reset(seed=s)`` derives it from ``s`` and the class
+    name, and ``reset()`` without a seed continues the current stream. A wrapper with
+    state of its own overrides ``reset``, calling ``super().reset(...)`` first.
+
+    >>> import gymnasium as gym
+    >>> from pytest_rlaudit.perturbations import ObservationNoise
+    >>> env = ObservationNoise(gym.make("CartPole-v1"), sigma=0.2)
+    >>> gym.make(env.spec)
+    <ObservationNoise<TimeLimit<OrderEnforcing<PassiveEnvChecker<CartPoleEnv<CartPole-v1>>>>>>
+    """
+
+    rng: np.random.Generator
+    _pinned: bool = False
+
+    def _init_perturbation(self, **arguments: Any) -> None:
+        # RecordConstructorArgs keeps the first call's arguments, so the outermost class,
+        # calling this before its gymnasium parent's __init__, records its own names.
+        gym.utils.RecordConstructorArgs.__init__(self, **arguments)
+        self.rng = np.random.default_rng()
+        self._pinned = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._on_reset(seed)
+        return super().reset(seed=seed, options=options)  # type: ignore[misc]
+
+    def seed_perturbation(self, seed: int | np.random.SeedSequence) -> None:
+        """Seed this wrapper's generator; the next ``reset`` keeps it."""
+        self.rng = np.random.default_rng(seed)
+        self._pinned = True
+
+    def _on_reset(self, seed: int | None) -> None:
+        if self._pinned:
+            self._pinned = False
+        elif seed is not None:
+            self.rng = np.random.default_rng(
+                np.random.SeedSequence([int(seed), stable_hash(type(self).__name__)])
+            )
+
+
+def seed_perturbations(env: gym.Env, seed: np.random.SeedSequence) -> None:
+    """Pin the generator of every :class:`Perturbation` in ``env``'s wrapper chain.
+
+    Each wrapper gets its own child of ``seed`` (outermost first), so stacked
+    perturbations draw independent streams.
+
+    >>> import gymnasium as gym, numpy as np
+    >>> from pytest_rlaudit.perturbations import Jitter, ObservationNoise
+    >>> env = ObservationNoise(Jitter(gym.make("CartPole-v1")), sigma=0.1)
+    >>> seed_perturbations(env, np.random.SeedSequence(0))
+    """
+    layers: list[Perturbation] = []
+    current: Any = env
+    while isinstance(current, gym.Wrapper):
+        if isinstance(current, Perturbation):
+            layers.append(current)
+        current = current.env
+    for layer, child in zip(layers, seed.spawn(len(layers)), strict=True):
+        layer.seed_perturbation(child)
