@@ -1,0 +1,61 @@
+"""Agents that are plain callables ``obs_batch -> action_batch``, and the random agent."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ...errors import PolicyError
+from .base import BasePolicy
+
+__all__ = ["CallablePolicy", "RandomPolicy"]
+
+
+class CallablePolicy(BasePolicy):
+    """Any callable ``obs_batch -> action_batch`` (numpy controllers, jitted functions).
+
+    >>> import numpy as np
+    >>> CallablePolicy(lambda obs: np.zeros(len(obs), dtype=int)).act(np.ones((3, 4)), None)[0]
+    array([0, 0, 0])
+    """
+
+    def __init__(self, fn: Any, name: str | None = None) -> None:
+        if not callable(fn):
+            raise PolicyError(f"CallablePolicy needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.name = name or getattr(fn, "__qualname__", None) or type(fn).__name__
+
+    def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, None]:
+        return np.asarray(self.fn(obs)), None
+
+
+class RandomPolicy(BasePolicy):
+    """Uniform random actions, drawn from each episode's own seeded stream.
+
+    Stateful so that an episode's actions depend only on its seed, never on which
+    other episodes share the batch.
+
+    >>> import numpy as np
+    >>> from gymnasium import spaces
+    >>> p = RandomPolicy(); p.bind(spaces.Box(-1, 1, (4,)), spaces.Discrete(2))
+    >>> s = [p.initial_state(np.random.SeedSequence(0))]
+    >>> p.act(np.zeros((1, 4)), s)[0].shape
+    (1,)
+    """
+
+    stateful = True
+    name = "random"
+
+    def initial_state(self, seed: np.random.SeedSequence) -> spaces.Space:
+        if self.action_space is None:
+            raise PolicyError("RandomPolicy must be bound to an action space before use")
+        space = copy.deepcopy(self.action_space)
+        space.seed(int(seed.generate_state(1, dtype=np.uint32)[0]))
+        return space
+
+    def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any]]:
+        assert states is not None
+        return np.stack([np.asarray(s.sample()) for s in states]), states
