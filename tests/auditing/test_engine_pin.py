@@ -1,14 +1,14 @@
 """The engine pinned: per-episode returns, ratios, intervals and p-values, bit for bit.
 
 For a fixed set of agents, envs, scenarios and seeds, ``audit()`` must give exactly the
-numbers recorded in ``tests/data/engine_pin.json``: a refactor of the engine (rollouts,
+numbers recorded in ``tests/auditing/data/engine_pin.json``: a refactor of the engine (rollouts,
 wrappers, seeding, statistics) that changes any of them, even in the last bit, fails
 here. Floats are compared with ``==`` (JSON keeps a float's repr, which round-trips).
 
 When a change *means* to alter the numbers (a new scenario semantics, a new interval),
 regenerate the file and say why in the commit::
 
-    python tests/test_engine_pin.py --write
+    python tests/auditing/test_engine_pin.py --write
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pytest_rlaudit import Schedule, audit
 
 ROOT = Path(__file__).resolve().parent
 PIN = ROOT / "data" / "engine_pin.json"
-PPO = str(ROOT.parent / "examples" / "ppo_cartpole.zip")
+PPO = str(ROOT.parents[1] / "examples" / "ppo_cartpole.zip")
 W = np.array([0.02, 0.0, 1.0, 0.2])
 
 
@@ -96,7 +96,7 @@ def test_the_engine_gives_the_pinned_numbers_bit_for_bit(case, pinned):
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
-        raise SystemExit("usage: python tests/test_engine_pin.py --write")
+        raise SystemExit("usage: python tests/auditing/test_engine_pin.py --write")
     PIN.parent.mkdir(exist_ok=True)
     PIN.write_text(json.dumps({case: numbers(run()) for case, run in CASES.items()}, indent=1)
                    + "\n", encoding="utf-8")
