@@ -19,8 +19,6 @@ from typing import Any
 import pytest
 
 from .._capture import capture_checks
-from ..auditing.records import record_of, validate
-from ..reports.terminal import audit_section, diagnosis_text, progress_line
 from . import fixtures, junit
 from .items import ScenarioCollector, is_hypothesis_test, is_rl_item
 from .options import option_value
@@ -194,6 +192,8 @@ class AuditSession:
             raise ReferenceScoreError(
                 f"{exc} From pytest: --rl-reference random (or rl_reference = random in the "
                 "ini file), or --rl-reference <number>.") from None
+        from ..auditing.records import record_of
+
         record = record_of(item.nodeid, check, gate)
         record["order"] = self.order.get(item.nodeid, len(self.order))
         item.stash[RECORD_KEY] = record
@@ -240,6 +240,8 @@ class AuditSession:
         if record is not None:
             report.rl_audit = json.dumps(record)
             if report.failed and record["diagnosis"]:
+                from ..reports.terminal import diagnosis_text
+
                 report.sections.append(("rl audit diagnosis", diagnosis_text(record)))
         elif report.failed and self.enabled and is_rl_item(item):
             # an audit that left no result: the reports list it, in collection order
@@ -257,6 +259,8 @@ class AuditSession:
         data = getattr(report, "rl_audit", None)
         if data is None or report.when != "call":
             return
+        from ..auditing.records import validate
+
         record = validate(json.loads(data))  # from this process or an xdist worker
         record["outcome"] = (("xfailed" if report.skipped else "xpassed")
                              if hasattr(report, "wasxfail") else report.outcome)
@@ -264,6 +268,8 @@ class AuditSession:
         if self.config.getoption("verbose") > 0 and not is_worker(self.config):
             writer = self.config.pluginmanager.get_plugin("terminalreporter")
             if writer is not None:
+                from ..reports.terminal import progress_line
+
                 write_lines(writer, [progress_line(record)])
 
     def scenario_of(self, nodeid: str) -> str | None:
@@ -292,6 +298,8 @@ class AuditSession:
             return
         if not (self.records or self.lost or self.errors or self.report_paths):
             return
+        from ..reports.terminal import audit_section
+
         terminalreporter.section("rl audit", sep="=", bold=True)
         write_lines(terminalreporter, audit_section(self.records, lost=self.lost,
                                                     errors=self.errors))
@@ -322,6 +330,8 @@ def captured_record(item: pytest.Item, checks: list[Any], failed: bool) -> dict[
     """The record of a test that called ``assert_robust`` (or ``check_robust``) itself:
     when it failed, its last failing check (for a hypothesis test, the minimal example,
     which hypothesis replays last); otherwise its worst check (the closest call)."""
+    from ..auditing.records import record_of
+
     missed = [c for c in checks if not c.passed]
     chosen = missed[-1] if failed and missed else min(  # ties: the later check
         reversed(checks), key=lambda c: float(c.result.ratio))
