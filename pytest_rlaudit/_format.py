@@ -13,7 +13,7 @@ library only: the plugin loads it on every run.
 
 from __future__ import annotations
 
-__all__ = ["fixed", "interval", "share", "p_value", "short_fix", "clip"]
+__all__ = ["fixed", "interval", "share", "p_value", "short_fix", "clip", "diagnosis_sentence"]
 
 
 def fixed(value: float, digits: int = 3) -> str:
@@ -50,3 +50,8 @@ def short_fix(fix: str) -> str:
 def clip(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, with "..." where it was cut."""
     return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
+
+
+def diagnosis_sentence(pattern: str, cause: str, fix: str) -> str:
+    """A diagnosis as one sentence: "what broke. Likely cause: why. Fix: what to do."."""
+    return f"{pattern}. Likely cause: {cause}. Fix: {fix}."

@@ -39,7 +39,7 @@ class Diagnosis:
     fix: str
 
     def __str__(self) -> str:
-        return f"{self.pattern}. Likely cause: {self.cause}. Fix: {self.fix}."
+        return _format.diagnosis_sentence(self.pattern, self.cause, self.fix)
 
     def short(self) -> str:
         """What broke and what to do, in one line: the pattern's first clause and the fix's."""

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from .._format import diagnosis_sentence
+
 __all__ = ["properties", "add_suite_properties"]
 
 
@@ -32,8 +34,7 @@ def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
         ("rl.rating", record["rating"]),
         ("rl.p_value", "" if record["p_value"] is None else f"{record['p_value']:.6g}"),
         ("rl.episodes", str(record["episodes"])),
-        ("rl.diagnosis", "" if d is None else f"{d['pattern']}. Likely cause: {d['cause']}. "
-                                              f"Fix: {d['fix']}."),
+        ("rl.diagnosis", "" if d is None else diagnosis_sentence(**d)),
     ] + ([] if not record.get("schedule") else [
         ("rl.schedule", record["schedule"]["description"]),
         ("rl.schedule_repr", record["schedule"]["repr"]),

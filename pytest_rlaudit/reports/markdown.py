@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._format import fixed, interval, p_value
+from .._format import diagnosis_sentence, fixed, interval, p_value
 from .rows import gated, rating_cell, short_diagnosis
 
 __all__ = ["markdown"]
@@ -46,8 +46,8 @@ def markdown(doc: dict[str, Any]) -> str:
         for rec in diagnosed:
             d = rec["diagnosis"]
             timeline = f" `{rec['schedule']['repr']}`" if rec.get("schedule") else ""
-            lines.append(f"- **{rec['agent']} / {rec['scenario']}**{timeline}: {d['pattern']}. "
-                         f"Likely cause: {d['cause']}. Fix: {d['fix']}.")
+            lines.append(f"- **{rec['agent']} / {rec['scenario']}**{timeline}: "
+                         f"{diagnosis_sentence(**d)}")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 

@@ -234,6 +234,10 @@ def run_episodes(
     if int(max_steps) != max_steps or max_steps < 1:
         raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
     seed, batch_size = int(seed), int(batch_size)
+    # One function on purpose: the slots, the queue and the per-episode arrays are the
+    # state every phase below shares (fill a slot, one batched policy call, step every
+    # slot, finish an episode); the helpers close over them rather than pass a dozen
+    # arguments per env step on the hot path (bench_rollout.py holds it at the floor).
 
     names = [s.name for s in scenarios]
     n_eps = len(indices)

@@ -68,6 +68,8 @@ def adaptive_sample(
     >>> res.stopped, res.looks
     ('decided', 1)
     """
+    # Longer than most: the looks, their alpha spending and the stopping rules are one
+    # loop whose state (episodes so far, the look count, the interval) they all read.
     if episodes < 2 or max_episodes < episodes:
         raise ValueError(
             f"adaptive sampling needs 2 <= episodes <= max_episodes, got {episodes}, {max_episodes}"

@@ -218,23 +218,10 @@ def check_robust(
     >>> check.passed, check.result.name
     (True, 'delay')
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown verdict mode {mode!r}; modes are {', '.join(MODES)}")
-    if min_ratio is not None:
-        min_ratio = check_threshold("min_ratio", min_ratio)
-    if min_rating is not None and min_rating not in RATINGS:
-        raise ValueError(f"unknown min_rating {min_rating!r}; ratings are {', '.join(RATINGS)}")
-    episodes = check_episodes(episodes)
-    if max_episodes is not None:
-        max_episodes = check_episodes(max_episodes, "max_episodes")
-        if max_episodes < episodes:
-            raise ValueError(f"max_episodes ({max_episodes}) must be >= episodes ({episodes})")
-    elif target_ci_width is not None:
-        raise ValueError("target_ci_width needs max_episodes: the most episodes to spend on it")
-    if not _number_in(confidence, 0.0, 1.0):
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    if target_ci_width is not None and not _number_in(target_ci_width, 0.0, float("inf")):
-        raise ValueError(f"target_ci_width must be a positive number, got {target_ci_width!r}")
+    # One function on purpose: validate, resolve (through the cache), run (fixed or in
+    # adaptive rounds), summarise and judge share the resolved arguments and the cache.
+    min_ratio, episodes, max_episodes = _checked_arguments(
+        mode, min_ratio, min_rating, episodes, max_episodes, target_ci_width, confidence)
     thresholds = thresholds or DEFAULT_THRESHOLDS
     chosen = _scenario(scenario)
     if cache is None:
@@ -316,6 +303,31 @@ def check_robust(
                             thresholds=thresholds)
     notify(check)
     return check
+
+
+def _checked_arguments(mode: str, min_ratio: Any, min_rating: Any, episodes: Any,
+                       max_episodes: Any, target_ci_width: Any,
+                       confidence: Any) -> tuple[float | None, int, int | None]:
+    """check_robust's arguments validated: (min_ratio, episodes, max_episodes), or a
+    ValueError naming the argument."""
+    if mode not in MODES:
+        raise ValueError(f"unknown verdict mode {mode!r}; modes are {', '.join(MODES)}")
+    if min_ratio is not None:
+        min_ratio = check_threshold("min_ratio", min_ratio)
+    if min_rating is not None and min_rating not in RATINGS:
+        raise ValueError(f"unknown min_rating {min_rating!r}; ratings are {', '.join(RATINGS)}")
+    episodes = check_episodes(episodes)
+    if max_episodes is not None:
+        max_episodes = check_episodes(max_episodes, "max_episodes")
+        if max_episodes < episodes:
+            raise ValueError(f"max_episodes ({max_episodes}) must be >= episodes ({episodes})")
+    elif target_ci_width is not None:
+        raise ValueError("target_ci_width needs max_episodes: the most episodes to spend on it")
+    if not _number_in(confidence, 0.0, 1.0):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    if target_ci_width is not None and not _number_in(target_ci_width, 0.0, float("inf")):
+        raise ValueError(f"target_ci_width must be a positive number, got {target_ci_width!r}")
+    return min_ratio, episodes, max_episodes
 
 
 def _cached(cache: MutableMapping[Hashable, Any] | None, key: Hashable,

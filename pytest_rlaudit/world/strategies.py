@@ -122,6 +122,7 @@ def schedules(
     >>> find(schedules(kinds=["speed"]), lambda s: s.max_value("speed") >= 4)
     Schedule(speed=[4])
     """
+    # The nested strategy and builder close over the validated bounds below, hence the length.
     max_steps = _positive_int("max_steps", max_steps, 1)
     max_delay = _positive_int("max_delay", max_delay, 0)
     max_events = _positive_int("max_events", max_events, 1)
