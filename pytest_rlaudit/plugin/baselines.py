@@ -29,8 +29,8 @@ class BaselineGate:
         """Check --rl-save's target and load --rl-compare's baseline before anything runs."""
         if is_worker(session.config):
             return
-        save, compare = self.settings["rl_save"], self.settings["rl_compare"]
-        if self.settings["rl_compare_fail"] and not compare:
+        save, compare = self.settings.save, self.settings.compare
+        if self.settings.compare_fail and not compare:
             raise pytest.UsageError("--rl-compare-fail needs --rl-compare PATH (the baseline to "
                                     "compare with)")
         if not (save or compare):
@@ -47,7 +47,7 @@ class BaselineGate:
             raise pytest.UsageError(str(exc)) from None
         options = (self.baseline or {}).get("options") or {}
         for dest in ("rl_seed", "rl_episodes", "rl_env"):
-            theirs, ours = options.get(dest), self.settings[dest]
+            theirs, ours = options.get(dest), getattr(self.settings, dest.removeprefix("rl_"))
             if theirs is not None and ours is not None and theirs != ours:
                 flag = "--" + dest.replace("_", "-")
                 raise pytest.UsageError(
@@ -67,13 +67,13 @@ class BaselineGate:
 
         records = sorted(self.audits.records, key=order_key)
         self.comparison = compare_records(self.baseline["results"], records,
-                                          self.settings["rl_compare_fail"])
+                                          self.settings.compare_fail)
         if self.comparison.regressions or self.comparison.mismatches:
             session.testsfailed += 1
 
     @pytest.hookimpl(tryfirst=True)  # with the report files, before junitxml writes its file
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.settings["rl_save"] and not is_worker(session.config):
+        if self.settings.save and not is_worker(session.config):
             self._save(session, exitstatus)
 
     @pytest.hookimpl(trylast=True)  # after the rl audit section
@@ -86,7 +86,7 @@ class BaselineGate:
 
             terminalreporter.section("rl audit comparison", sep="=", bold=True)
             write_lines(terminalreporter, comparison_section(
-                self.comparison, self.baseline or {}, str(self.settings["rl_compare"])))
+                self.comparison, self.baseline or {}, str(self.settings.compare)))
         if self.saved:
             terminalreporter.write_sep("-", f"rl audit baseline: {self.saved}",
                                        yellow="PARTIAL" in self.saved or "nothing" in self.saved)
@@ -96,7 +96,7 @@ class BaselineGate:
         from .. import __version__
         from ..auditing.baselines import baseline_document, write_baseline
 
-        path = self.settings["rl_save"]
+        path = self.settings.save
         if not self.audits.records:
             self.saved = (f"nothing saved to {path}: no audit ran"
                           + ("" if self.audits.enabled else " (pass --rl-audit)"))
@@ -108,8 +108,7 @@ class BaselineGate:
         incomplete = (f"the run stopped early ({stopped})" if stopped
                       else "the run was interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED
                       else None)
-        options = {k: (list(map(str, v)) if isinstance(v, tuple) else v)
-                   for k, v in self.settings.items()}
+        options = self.settings.as_options()
         doc = baseline_document(self.audits.records, version=__version__, options=options,
                                 missing=missing, incomplete=incomplete)
         write_baseline(doc, path)
@@ -124,5 +123,5 @@ class BaselineGate:
         """What summary.json adds for the comparison (nothing without one)."""
         if self.comparison is None:
             return {}
-        return {"comparison": {"baseline": str(self.settings["rl_compare"]),
+        return {"comparison": {"baseline": str(self.settings.compare),
                                **self.comparison.to_dict()}}

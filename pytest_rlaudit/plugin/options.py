@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pytest
@@ -202,3 +202,37 @@ def option_value(config: pytest.Config, dest: str) -> Any:
         return option.parse(str(raw))
     except argparse.ArgumentTypeError as exc:
         raise pytest.UsageError(f"ini option {dest} = {raw!r}: {exc}") from None
+
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One run's options, each from the command line, else the ini file, else its default
+    (a field per :data:`OPTIONS` entry, named without the ``rl_`` prefix)."""
+
+    audit: bool
+    agent: str | None
+    algo: str | None
+    env: str | None
+    episodes: int
+    seed: int
+    scenarios: tuple[str, ...] | None
+    reference: float | str
+    min_ratio: float | None
+    min_rating: str | None
+    mode: str
+    fail_stress: bool
+    report: str | None
+    batch_size: int | None
+    save: str | None
+    compare: str | None
+    compare_fail: tuple[Tolerance, ...]
+
+    @classmethod
+    def read(cls, config: pytest.Config) -> Settings:
+        return cls(**{f.name: option_value(config, f"rl_{f.name}") for f in fields(cls)})
+
+    def as_options(self) -> dict[str, Any]:
+        """JSON-ready, keyed by option (``rl_seed``, ...): what a baseline records."""
+        return {f"rl_{f.name}": (list(map(str, value)) if isinstance(value, tuple) else value)
+                for f in fields(self) for value in [getattr(self, f.name)]}

@@ -21,7 +21,7 @@ import pytest
 from .._capture import capture_checks
 from . import fixtures, junit
 from .items import ScenarioCollector, is_hypothesis_test, is_rl_item
-from .options import option_value
+from .options import Settings
 from .terminal import write_lines
 from .xdist import is_worker
 
@@ -29,9 +29,6 @@ __all__ = ["AuditSession", "RECORD_KEY"]
 
 RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 CHECKS_KEY = pytest.StashKey[list[Any]]()
-_SETTINGS = ("rl_agent", "rl_algo", "rl_env", "rl_episodes", "rl_seed", "rl_scenarios",
-             "rl_reference", "rl_min_ratio", "rl_min_rating", "rl_mode", "rl_fail_stress",
-             "rl_report", "rl_batch_size", "rl_save", "rl_compare", "rl_compare_fail")
 
 
 class AuditSession:
@@ -39,8 +36,8 @@ class AuditSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.enabled = bool(option_value(config, "rl_audit"))
-        self.settings = {dest: option_value(config, dest) for dest in _SETTINGS}
+        self.settings = Settings.read(config)
+        self.enabled = bool(self.settings.audit)
         self.records: list[dict[str, Any]] = []
         self.report_paths: list[Any] = []
         self.cache: dict[Any, Any] = {}  # nominal and reference rollouts, per process
@@ -69,7 +66,7 @@ class AuditSession:
             for item in audit_items:
                 item.add_marker(skip)
             return
-        if audit_items or not (self.settings["rl_agent"] and self.settings["rl_env"]):
+        if audit_items or not (self.settings.agent and self.settings.env):
             return
         # Zero-config: an agent and an env and no audit test of the repo's own.
         self.default_scenarios()  # a bad --rl-scenarios is a usage error, not a collection error
@@ -79,7 +76,7 @@ class AuditSession:
     def default_scenarios(self) -> list[Any]:
         from ..world import scenarios as registry
 
-        names = self.settings["rl_scenarios"] or registry.DEFAULT
+        names = self.settings.scenarios or registry.DEFAULT
         try:
             return list(registry.resolve(names))
         except LookupError as exc:
@@ -98,7 +95,7 @@ class AuditSession:
         name = fixturedef.argname
         if name not in ("rl_agent", "rl_env") or name in self._overridden:
             return
-        given = self.settings[name]
+        given = getattr(self.settings, name.removeprefix("rl_"))
         func = getattr(fixturedef, "func", None)
         if not given or getattr(func, "__module__", None) == fixtures.__name__:
             return
@@ -123,17 +120,17 @@ class AuditSession:
             f"pytestconfig.getoption({name!r}) when it is set."), stacklevel=1)
 
     def default_agent(self) -> Any:
-        if not self.settings["rl_agent"]:
+        if not self.settings.agent:
             pytest.fail("no agent to audit: pass --rl-agent PATH_OR_IMPORT (or set rl_agent "
                         "in the ini file), or override the rl_agent fixture in conftest.py",
                         pytrace=False)
-        return self.policy_for(self.settings["rl_agent"])
+        return self.policy_for(self.settings.agent)
 
     def default_env(self) -> Any:
-        if not self.settings["rl_env"]:
+        if not self.settings.env:
             pytest.fail("no env to audit on: pass --rl-env ID (or set rl_env in the ini "
                         "file), or override the rl_env fixture in conftest.py", pytrace=False)
-        return self.spec_for(self.settings["rl_env"])
+        return self.spec_for(self.settings.env)
 
     def policy_for(self, agent: Any) -> Any:
         """One policy adapter per agent object for the whole run (the nominal cache keys on
@@ -142,7 +139,7 @@ class AuditSession:
         if key not in self._policies:
             from ..world.agents import as_policy
 
-            algo = self.settings["rl_algo"] if isinstance(agent, str) else None
+            algo = self.settings.algo if isinstance(agent, str) else None
             self._policies[key] = (agent, as_policy(agent, algo=algo))
         return self._policies[key][1]
 
@@ -161,11 +158,10 @@ class AuditSession:
 
         marker = item.get_closest_marker("rl_threshold")
         explicit = threshold_marker(marker) if marker is not None else None
-        if explicit is None and scenario.category == "stress" and not self.settings[
-                "rl_fail_stress"]:
+        if explicit is None and scenario.category == "stress" and not self.settings.fail_stress:
             return None
-        gate = {"min_ratio": self.settings["rl_min_ratio"],
-                "min_rating": self.settings["rl_min_rating"], "mode": self.settings["rl_mode"]}
+        gate = {"min_ratio": self.settings.min_ratio,
+                "min_rating": self.settings.min_rating, "mode": self.settings.mode}
         if marker is not None:
             given = dict(zip(("min_ratio", "min_rating", "mode"), marker.args, strict=False))
             given.update(marker.kwargs)
@@ -184,7 +180,7 @@ class AuditSession:
         policy = self.default_agent() if agent is None else self.policy_for(agent)
         spec = self.default_env() if env is None else self.spec_for(env)
         episodes = episodes_marker(item.get_closest_marker("rl_episodes")) or {
-            "n": self.settings["rl_episodes"], "max_n": None, "target_ci_width": None}
+            "n": self.settings.episodes, "max_n": None, "target_ci_width": None}
         gate = self.gates(item, scenario)
         try:
             check = self._check(policy, spec, scenario, gate, episodes)
@@ -209,8 +205,8 @@ class AuditSession:
             policy, spec, scenario, min_ratio=(gate or {}).get("min_ratio"),
             min_rating=(gate or {}).get("min_rating"), mode=(gate or {}).get("mode", "point"),
             episodes=episodes["n"], max_episodes=episodes["max_n"],
-            target_ci_width=episodes["target_ci_width"], seed=self.settings["rl_seed"],
-            reference=self.settings["rl_reference"], batch_size=self.settings["rl_batch_size"],
+            target_ci_width=episodes["target_ci_width"], seed=self.settings.seed,
+            reference=self.settings.reference, batch_size=self.settings.batch_size,
             cache=self.cache)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -312,17 +308,17 @@ class AuditSession:
         if is_worker(self.config):
             return
         gate = self.config.pluginmanager.get_plugin("rlaudit-baselines")
-        if self.settings["rl_report"]:  # always: a CI artifact step expects the folder
+        if self.settings.report:  # always: a CI artifact step expects the folder
             from .. import __version__
             from ..reports.summary import summary, write_report
 
-            extra: dict[str, Any] = {"seed": self.settings["rl_seed"], "lost": self.lost,
+            extra: dict[str, Any] = {"seed": self.settings.seed, "lost": self.lost,
                                      "errors": self.errors}
             if not self.enabled:
                 extra["note"] = "audit tests were skipped: run with --rl-audit"
             extra.update(gate.summary_extra())
             doc = summary(self.records, version=__version__, extra=extra)
-            self.report_paths = write_report(doc, self.settings["rl_report"])
+            self.report_paths = write_report(doc, self.settings.report)
         junit.add_suite_properties(self.config, self.records, gate.comparison)
 
 

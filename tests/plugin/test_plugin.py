@@ -1063,3 +1063,11 @@ def controller(obs):
     result.stdout.fnmatch_lines(["*does not exceed the reference (0)*--rl-reference random*"])
     assert "Traceback" not in result.stdout.str() and "stats.py" not in result.stdout.str()
     pytester.runpytest_subprocess(*args, "--rl-reference", "random").assert_outcomes(passed=1)
+
+
+def test_settings_have_one_field_per_option():
+    from dataclasses import fields
+
+    from pytest_rlaudit.plugin.options import Settings
+
+    assert [f"rl_{f.name}" for f in fields(Settings)] == [o.dest for o in OPTIONS]
