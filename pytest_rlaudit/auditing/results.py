@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import integer
 from .._format import fixed, interval, p_value
 from .._seeding import stable_hash
 from ..rollout.runner import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
@@ -294,12 +295,8 @@ def summarise(
 
 
 def check_episodes(episodes: Any, name: str = "episodes") -> int:
-    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 2:
-        raise ValueError(
-            f"{name} must be an integer >= 2 (a ratio and its interval need paired episodes), "
-            f"got {episodes!r}"
-        )
-    return int(episodes)
+    return integer(name, episodes, minimum=2,
+                   why=" (a ratio and its interval need paired episodes)")
 
 
 def audit(

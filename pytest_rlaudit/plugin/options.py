@@ -18,30 +18,29 @@ from typing import Any
 
 import pytest
 
+from .._checks import integer, number
 from ..auditing.tolerances import Tolerance, parse_tolerance  # light: no numpy
 from ..stats.ratings import MODES, RATINGS  # light: standard library only
 
 # ----------------------------------------------------------------------- parsers
 
 
-def _integer(minimum: int, rule: str) -> Callable[[str], int]:
-    """A parser of integers >= ``minimum`` whose errors state ``rule``."""
+def _integer(minimum: int, why: str = "") -> Callable[[str], int]:
+    """A parser of integers >= ``minimum`` (the wording of :func:`.._checks.integer`)."""
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value: Any = int(text)
         except (TypeError, ValueError):
-            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
-        return value
+            value = text
+        return integer("", value, minimum=minimum, why=why, error=argparse.ArgumentTypeError)
 
     return parse
 
 
-_episodes = _integer(2, "an integer >= 2 (paired episodes)")
-_seed = _integer(0, "a non-negative integer")
-_batch_size = _integer(1, "a positive integer")
+_episodes = _integer(2, " (paired episodes)")
+_seed = _integer(0)
+_batch_size = _integer(1)
 
 
 def _reference(text: str) -> float | str:
@@ -59,12 +58,10 @@ def _reference(text: str) -> float | str:
 
 def _ratio(text: str) -> float:
     try:
-        value = float(text)
+        value: Any = float(text)
     except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 2], got {text!r}") from None
-    if not 0.0 < value <= 2.0:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 2], got {text!r}")
-    return value
+        value = text
+    return number("", value, low=0, high=2, low_open=True, error=argparse.ArgumentTypeError)
 
 
 def _rating(text: str) -> str:

@@ -32,6 +32,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from .._checks import integer
 from .._seeding import POLICY_STREAM, episode_seed_sequence
 from ..errors import RolloutCapWarning, RolloutError
 from ..world.agents import Policy
@@ -225,15 +226,10 @@ def run_episodes(
         raise ValueError(f"episodes must be a count >= 1 or non-negative indices, got {episodes!r}")
     if not scenarios:
         raise ValueError("run_episodes needs at least one scenario")
-    if int(seed) != seed or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    if batch_size is None:
-        batch_size = DEFAULT_BATCH_SIZE
-    if int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    if int(max_steps) != max_steps or max_steps < 1:
-        raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
-    seed, batch_size = int(seed), int(batch_size)
+    seed = integer("seed", seed, minimum=0)
+    batch_size = integer("batch_size", DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+                         minimum=1)
+    integer("max_steps", max_steps, minimum=1)
     # One function on purpose: the slots, the queue and the per-episode arrays are the
     # state every phase below shares (fill a slot, one batched policy call, step every
     # slot, finish an episode); the helpers close over them rather than pass a dozen

@@ -12,9 +12,10 @@ True
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Literal
+
+from .._checks import number
 
 __all__ = ["RATINGS", "MODES", "Rating", "Mode", "check_threshold", "Thresholds",
            "DEFAULT_THRESHOLDS", "rating", "rating_floor", "Verdict", "verdict"]
@@ -29,15 +30,8 @@ MODES: tuple[str, ...] = ("point", "confident", "not_worse")
 
 
 def check_threshold(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars too
-        raise ValueError(f"{name} must be a number in (0, 2], got {value!r}")
-    value = float(value)
-    if not (0.0 < value <= 2.0):
-        raise ValueError(
-            f"{name} must be in (0, 2], got {value}: a return ratio of 1.0 means unharmed, "
-            "0.8 keeps 80% of the nominal return"
-        )
-    return value
+    return number(name, value, low=0, high=2, low_open=True,
+                  why=" (a return ratio: 1.0 is unharmed, 0.8 keeps 80% of the nominal return)")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._capture import notify, shared_cache
+from .._checks import number
 from .._format import clip, fixed, interval
 from ..auditing.results import (
     ScenarioResult,
@@ -51,12 +52,6 @@ class RobustnessError(AssertionError):
     def __init__(self, message: str, result: ScenarioResult | None = None) -> None:
         super().__init__(message)
         self.result = result
-
-
-def _number_in(value: Any, low: float, high: float) -> bool:
-    """True for a real number strictly between ``low`` and ``high``."""
-    return (not isinstance(value, bool) and isinstance(value, (int, float, np.number))
-            and low < float(value) < high)
 
 
 def _scenario(scenario: ScenarioLike) -> Scenario:
@@ -323,10 +318,9 @@ def _checked_arguments(mode: str, min_ratio: Any, min_rating: Any, episodes: Any
             raise ValueError(f"max_episodes ({max_episodes}) must be >= episodes ({episodes})")
     elif target_ci_width is not None:
         raise ValueError("target_ci_width needs max_episodes: the most episodes to spend on it")
-    if not _number_in(confidence, 0.0, 1.0):
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    if target_ci_width is not None and not _number_in(target_ci_width, 0.0, float("inf")):
-        raise ValueError(f"target_ci_width must be a positive number, got {target_ci_width!r}")
+    number("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
+    if target_ci_width is not None:
+        number("target_ci_width", target_ci_width, low=0, low_open=True)
     return min_ratio, episodes, max_episodes
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from .._checks import integer, number
 from ..rollout.runner import DEFAULT_MAX_STEPS, run_episodes
 from ..world import scenarios as registry
 from ..world.agents import as_policy
@@ -65,12 +66,10 @@ def assert_no_policy_collapse(
     (over the observed range where a bound is infinite). Non-finite actions are reported
     by the rollout as such, naming the episode and step.
     """
-    if isinstance(min_distinct, bool) or not isinstance(min_distinct, int) or min_distinct < 1:
-        raise ValueError(f"min_distinct must be an integer >= 1, got {min_distinct!r}")
-    if min_entropy is not None and not (isinstance(min_entropy, (int, float)) and min_entropy >= 0):
-        raise ValueError(f"min_entropy must be a number of bits >= 0, got {min_entropy!r}")
-    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
-        raise ValueError(f"bins must be an integer >= 2, got {bins!r}")
+    integer("min_distinct", min_distinct, minimum=1)
+    if min_entropy is not None:
+        number("min_entropy", min_entropy, low=0, why=" (bits)")
+    integer("bins", bins, minimum=2)
     chosen = NOMINAL if scenario is None else registry.as_scenario(scenario)
     policy, spec = as_policy(agent), env_spec(env)
     batch = run_episodes(policy, spec, [chosen], episodes, seed=seed, max_steps=max_steps,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from .._checks import integer
 from .._optional import require
 from ..rollout.runner import DEFAULT_MAX_STEPS
 from ..world.envs import EnvLike
@@ -64,8 +65,7 @@ def find_breaking_schedule(
 
     if strategy is None:
         strategy = schedules()
-    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
-        raise ValueError(f"max_examples must be an integer >= 1, got {max_examples!r}")
+    integer("max_examples", max_examples, minimum=1)
     if min_ratio is None and min_rating is None:
         raise ValueError("find_breaking_schedule needs a threshold: min_ratio or min_rating")
     cache: dict[Any, Any] = {}

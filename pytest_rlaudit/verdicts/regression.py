@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .._checks import number
 from ..auditing.comparison import Comparison, compare_audits
 from ..auditing.results import audit
 from ..auditing.tolerances import Tolerance
@@ -48,8 +49,7 @@ def assert_no_regression(
     the :class:`~pytest_rlaudit.auditing.comparison.Comparison` (``.decision == "ship"``, with the
     improvements) or raises :class:`RobustnessError` whose message says "hold" and why.
     """
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1:
-        raise ValueError(f"margin must be a number in [0, 1), got {margin!r}")
+    number("margin", margin, low=0, high=1, high_open=True)
     kwargs = dict(scenarios=scenarios, episodes=episodes, seed=seed, batch_size=batch_size,
                   reference=reference, max_steps=max_steps)
     base = audit(baseline, env, **kwargs)

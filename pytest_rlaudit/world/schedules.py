@@ -36,6 +36,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .._checks import integer
+
 __all__ = ["Schedule", "CHANNELS", "NOMINAL_SETTINGS"]
 
 #: The channels of a schedule, in the order the repr and ``describe()`` use.
@@ -388,9 +390,7 @@ def _settings(settings: Mapping[str, Any], shape: str) -> dict[str, Any]:
 
 
 def _count(owner: str, name: str, value: Any, *, minimum: int) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < minimum:
-        raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer(f"{owner}: {name}", value, minimum=minimum)
 
 
 def _channel_expr(runs: tuple[Run, ...]) -> str:

@@ -42,6 +42,7 @@ except ModuleNotFoundError as exc:  # an optional dependency
 
     raise ImportError(missing("hypothesis", "pytest_rlaudit.strategies")) from exc  # the public name
 
+from .._checks import integer, number
 from . import scenarios as registry
 from .scenarios import Scenario
 from .schedules import CHANNELS, NOMINAL_SETTINGS, Schedule
@@ -95,9 +96,7 @@ def audit_settings(max_examples: int = 25, **kwargs: Any) -> settings:
 
 
 def _positive_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"schedules(): {name} must be an integer >= {minimum}, got {value!r}")
-    return value
+    return integer(f"schedules(): {name}", value, minimum=minimum)
 
 
 def schedules(
@@ -132,9 +131,7 @@ def schedules(
         raise ValueError(f"schedules(): kinds must name channels among {', '.join(CHANNELS)}, "
                          f"got {list(kinds)!r}")
     speed_levels = sorted({_positive_int("speeds", k, 1) for k in speeds} - {1})
-    if isinstance(max_noise, bool) or not isinstance(max_noise, (int, float)) or not (
-            0 <= max_noise < float("inf")):
-        raise ValueError(f"schedules(): max_noise must be a finite number >= 0, got {max_noise!r}")
+    max_noise = number("schedules(): max_noise", max_noise, low=0)
     steps = int(max_noise / _NOISE_STEP + 1e-9)
     noise_levels = [round(i * _NOISE_STEP, 10) for i in range(1, steps + 1)] or (
         [float(max_noise)] if max_noise > 0 else [])

@@ -364,7 +364,7 @@ def test_target_ci_width_needs_max_episodes():
 
 @pytest.mark.parametrize("value", [0.0, 1.0, -0.5, 1.5, math.nan, "0.9", None])
 def test_bad_confidence(value):
-    with pytest.raises(ValueError, match=r"confidence must be a number in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"confidence must be a finite number in \(0, 1\)"):
         assert_robust(boom, ENV, "jitter", confidence=value, episodes=4)
 
 
@@ -509,5 +509,5 @@ def test_a_custom_scenario_failure_names_its_wrapper(controller):
 
 @pytest.mark.parametrize("value", [0, -0.1, "0.1", math.inf])
 def test_bad_target_ci_width(value):
-    with pytest.raises(ValueError, match="target_ci_width must be a positive number"):
+    with pytest.raises(ValueError, match="target_ci_width must be a finite number > 0"):
         assert_robust(boom, ENV, "jitter", episodes=4, max_episodes=8, target_ci_width=value)

@@ -54,7 +54,7 @@ def test_with_params_overrides_and_rejects_unknown_names():
         scenarios.get("jitter").with_params(sigma=0.3)
     with pytest.raises(PerturbationError, match="takes no parameters"):
         scenarios.get("nominal").with_params(k=2)
-    with pytest.raises(PerturbationError, match="k must be >= 1"):
+    with pytest.raises(PerturbationError, match="k must be an integer >= 1"):
         scenarios.get("speed_5x").with_params(k=0).wrap(gym.make("CartPole-v1"))
 
 

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ..._checks import integer, number
 from ..._seeding import stable_hash
 from ...errors import PerturbationError
 
@@ -36,32 +37,13 @@ except ImportError:  # gymnasium < 1.3: the wrapper as gymnasium 1.3 defines it
 
 
 def _int_arg(owner: str, name: str, value: Any, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise PerturbationError(
-            f"{owner}: {name} must be an integer >= {minimum}, got {value!r} "
-            f"({type(value).__name__})"
-        )
-    if value < minimum:
-        raise PerturbationError(f"{owner}: {name} must be >= {minimum}, got {value}")
-    return int(value)
+    return integer(f"{owner}: {name}", value, minimum=minimum, error=PerturbationError)
 
 
-def _float_arg(
-    owner: str, name: str, value: Any, *, low: float = 0.0, high: float = np.inf,
-    high_open: bool = False,
-) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise PerturbationError(
-            f"{owner}: {name} must be a number, got {value!r} ({type(value).__name__})"
-        )
-    value = float(value)
-    upper_ok = value < high if high_open else value <= high
-    if not (np.isfinite(value) and value >= low and upper_ok):
-        bracket = ")" if high_open else "]"
-        raise PerturbationError(
-            f"{owner}: {name} must be a finite number in [{low}, {high}{bracket}, got {value}"
-        )
-    return value
+def _float_arg(owner: str, name: str, value: Any, *, low: float = 0.0, high: float = np.inf,
+               high_open: bool = False) -> float:
+    return number(f"{owner}: {name}", value, low=low, high=high, high_open=high_open,
+                  error=PerturbationError)
 
 
 def _require_box_obs(owner: str, env: gym.Env) -> None:
