@@ -13,7 +13,7 @@ from ..._checks import integer, number
 from ..._seeding import stable_hash
 from ...errors import PerturbationError
 
-__all__ = ["Perturbation", "seed_perturbations", "RepeatAction"]
+__all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation"]
 
 try:
     from gymnasium.wrappers import RepeatAction
@@ -27,13 +27,26 @@ except ImportError:  # gymnasium < 1.3: the wrapper as gymnasium 1.3 defines it
             self.num_repeats = num_repeats
 
         def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-            total = 0.0
-            for _ in range(self.num_repeats):
-                obs, reward, terminated, truncated, info = self.env.step(action)
-                total += float(reward)
-                if terminated or truncated:
-                    break
-            return obs, total, terminated, truncated, info
+            return hold(self.env, action, self.num_repeats)
+
+
+def hold(env: gym.Env, action: Any, k: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    """Step ``env`` with ``action`` ``k`` times, summing rewards, stopping when the episode
+    ends: the agent sees the last observation (speed ``k``)."""
+    total = 0.0
+    for _ in range(k):
+        obs, reward, terminated, truncated, info = env.step(action)
+        total += float(reward)
+        if terminated or truncated:
+            break
+    return obs, total, terminated, truncated, info
+
+
+def noisy_observation(obs: Any, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """``obs`` plus i.i.d. Gaussian noise of std ``sigma`` (drawn even when sigma is 0, so
+    the stream does not depend on it), in the observation's dtype, not clipped."""
+    obs = np.asarray(obs)
+    return (obs + sigma * rng.standard_normal(obs.shape)).astype(obs.dtype, copy=False)
 
 
 def _int_arg(owner: str, name: str, value: Any, *, minimum: int) -> int:

@@ -6,9 +6,8 @@ from collections import deque
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
-from .base import Perturbation, _float_arg, _int_arg, _require_box_obs
+from .base import Perturbation, _float_arg, _int_arg, _require_box_obs, noisy_observation
 
 __all__ = ["ObservationDelay", "ObservationNoise", "DroppedObservation"]
 
@@ -69,9 +68,7 @@ class ObservationNoise(Perturbation, gym.Wrapper):
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        obs = np.asarray(obs)
-        noisy = obs + self.sigma * self.rng.standard_normal(obs.shape)
-        return noisy.astype(obs.dtype, copy=False), reward, terminated, truncated, info
+        return noisy_observation(obs, self.sigma, self.rng), reward, terminated, truncated, info
 
 
 class DroppedObservation(Perturbation, gym.Wrapper):

@@ -18,6 +18,8 @@ from .base import (
     _int_arg,
     _noisy_action,
     _require_box_obs,
+    hold,
+    noisy_observation,
 )
 
 __all__ = ["Speed", "Jitter", "Scheduled", "SpeedSchedule", "spike"]
@@ -62,13 +64,7 @@ class _VariableRepeat(Perturbation, gym.Wrapper):
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         k = self._next_k()
         self.agent_step += 1
-        total = 0.0
-        for _ in range(k):
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            total += float(reward)
-            if terminated or truncated:
-                break
-        return obs, total, terminated, truncated, info
+        return hold(self.env, action, k)
 
 
 class Jitter(_VariableRepeat):
@@ -162,16 +158,9 @@ class Scheduled(Perturbation, gym.Wrapper):
         if "action_noise" in self._tables:
             action = _noisy_action(self.env.action_space, action,
                                    self._value("action_noise", t), self._act_rng, aligned=True)
-        total = 0.0
-        for _ in range(self._value("speed", t)):
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            total += float(reward)
-            if terminated or truncated:
-                break
+        obs, total, terminated, truncated, info = hold(self.env, action, self._value("speed", t))
         if "obs_noise" in self._tables:
-            obs = np.asarray(obs)
-            draw = self._obs_rng.standard_normal(obs.shape)
-            obs = (obs + self._value("obs_noise", t) * draw).astype(obs.dtype, copy=False)
+            obs = noisy_observation(obs, self._value("obs_noise", t), self._obs_rng)
         self._history.append(self._history[-1] if self._value("dropped", t) else obs)
         delay = min(self._value("delay", t), len(self._history) - 1)
         return self._history[-1 - delay], total, terminated, truncated, info
