@@ -30,8 +30,6 @@ MARKERS = (
 )
 
 
-
-
 def _rl_threshold(min_ratio: float | None = None, min_rating: str | None = None,
                   mode: str = "point") -> dict[str, Any]:
     return {"min_ratio": min_ratio, "min_rating": min_rating, "mode": mode}

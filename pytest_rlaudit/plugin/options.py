@@ -1,8 +1,9 @@
-"""Options, ini keys and markers of the pytest plugin, and how they combine.
+"""The plugin's options and their ini keys, parsed into one typed :class:`Settings`.
 
 Every option has an ini key of the same name in snake_case (``--rl-episodes`` and
 ``rl_episodes``). Values are parsed by the same function in both places, so a bad value
-is the same clear error either way. Precedence: marker > command line > ini > default.
+is the same clear error either way (markers use these parsers too, see :mod:`.markers`).
+Precedence: marker > command line > ini > default.
 
 This module is part of the pytest face but imports nothing heavy: it is loaded with the
 plugin on every pytest run.
