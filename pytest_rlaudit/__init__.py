@@ -44,6 +44,8 @@ _EXPORTS = {
     "BaselineError": "errors",
     "RolloutError": "errors",
     "RolloutCapWarning": "errors",
+    "MisloadedAgentError": "errors",
+    "AgentWarning": "errors",
 }
 # The public modules: facades at the top (scenarios, perturbations, strategies) and the
 # layer packages (DESIGN.md section 2).
@@ -57,7 +59,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .auditing.diagnosis import Diagnosis
     from .auditing.results import AuditResult, ScenarioResult, audit
     from .errors import (
+        AgentWarning,
         BaselineError,
+        MisloadedAgentError,
         PerturbationError,
         PolicyError,
         ReferenceScoreError,

@@ -14,7 +14,8 @@ from types import ModuleType
 __all__ = ["require", "missing"]
 
 #: The extra that installs each optional package.
-EXTRAS = {"hypothesis": "hypothesis", "stable_baselines3": "sb3", "matplotlib": "plot"}
+EXTRAS = {"hypothesis": "hypothesis", "stable_baselines3": "sb3", "yaml": "sb3", "matplotlib": "plot",
+          "huggingface_hub": "hub"}
 
 
 def missing(package: str, feature: str) -> str:

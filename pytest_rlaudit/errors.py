@@ -17,6 +17,8 @@ __all__ = [
     "ReferenceScoreError",
     "RolloutError",
     "RolloutCapWarning",
+    "AgentWarning",
+    "MisloadedAgentError",
 ]
 
 
@@ -44,6 +46,11 @@ class ReferenceScoreError(RLAuditError, ValueError):
     """The nominal return does not exceed the reference score, so no ratio is meaningful."""
 
 
+class MisloadedAgentError(RLAuditError, ValueError):
+    """The agent's nominal return is no better than a random policy's on the same seeds:
+    most likely it was loaded without something it was trained with."""
+
+
 class BaselineError(RLAuditError, ValueError):
     """A baseline file is missing, corrupt, of a newer schema, or cannot be paired."""
 
@@ -67,3 +74,8 @@ class RolloutError(RLAuditError, RuntimeError):
 
 class RolloutCapWarning(RuntimeWarning):
     """Episodes were cut at the cap on agent steps per episode."""
+
+
+class AgentWarning(UserWarning):
+    """Something about the agent worth a look that does not stop the audit: an env other
+    than the one it was trained on, a saved setting that could not be applied."""

@@ -41,14 +41,15 @@ from ..stats import (
     ratio,
 )
 from ..world import scenarios as registry
-from ..world.agents import as_policy
-from ..world.envs import AuditEnv, EnvLike, env_spec
+from ..world.agents import as_policy, env_for
+from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
 from .diagnosis import Diagnosis, diagnose, parting_step
 from .records import plain
+from .reference import check_beats_random, check_reference_arg, random_returns, reference_score
 
 __all__ = ["audit", "AuditResult", "ScenarioResult", "Aggregate", "SCHEMA_VERSION",
-           "resolve_reference", "summarise"]
+           "summarise"]
 
 #: Version of the ``to_dict()`` layout; bumped on any incompatible change.
 SCHEMA_VERSION = 1
@@ -227,28 +228,6 @@ class AuditResult:
         return "\n".join(lines)
 
 
-def _check_reference_arg(reference: Any) -> None:
-    if isinstance(reference, str):
-        if reference != "random":
-            raise ValueError(f"reference must be a number or 'random', got {reference!r}")
-    elif isinstance(reference, bool) or not isinstance(reference, (int, float, np.number)) or (
-        not np.isfinite(reference)
-    ):
-        raise ValueError(f"reference must be a finite number or 'random', got {reference!r}")
-
-
-def resolve_reference(reference: float | str, env: AuditEnv, episodes: int | list[int], *,
-                      seed: int, batch_size: int | None, max_steps: int) -> float:
-    """The reference score: a number as given, or for ``"random"`` the mean return of a
-    uniform random policy on the same episode seeds."""
-    _check_reference_arg(reference)
-    if reference != "random":
-        return float(reference)
-    batch = run_episodes(as_policy("random"), env, [NOMINAL], episodes, seed=seed,
-                         batch_size=batch_size, max_steps=max_steps)["nominal"]
-    return float(np.mean(batch.returns))
-
-
 def _stream_seed(seed: int, name: str) -> int:
     """Bootstrap and permutation seed of one scenario: same audit seed, same interval."""
     return int(np.random.SeedSequence([int(seed), stable_hash(name)]).generate_state(1)[0])
@@ -263,10 +242,15 @@ def summarise(
     seed: int,
     thresholds: Thresholds,
     intervals: dict[str, tuple[float, float]] | None = None,
+    random: np.ndarray | None = None,
+    agent: str = "under audit",
 ) -> tuple[ScenarioResult, dict[str, ScenarioResult]]:
     """Statistics of paired batches: ratios, intervals, Holm-adjusted p-values, ratings and
     diagnoses. ``intervals`` overrides the computed interval of a scenario (adaptive runs
-    report the interval their stopping rule used)."""
+    report the interval their stopping rule used). ``random``: a random policy's returns
+    on the same episodes, which the nominal ones must beat (:mod:`.reference`)."""
+    if random is not None:
+        check_beats_random(agent, nominal.returns, random)
     nominal_mean = float(np.mean(nominal.returns))
     check_reference(nominal_mean, reference)
     raw_p = {s.name: degradation_p_value(nominal.returns, b.returns, seed=_stream_seed(seed, s.name))
@@ -327,21 +311,24 @@ def audit(
     episodes = check_episodes(episodes)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    _check_reference_arg(reference)
+    check_reference_arg(reference)
     chosen = [s for s in registry.resolve(scenarios) if s.name != NOMINAL.name]
     thresholds = thresholds or DEFAULT_THRESHOLDS
-    spec = env_spec(env)
-    policy = as_policy(agent)
+    policy = as_policy(agent, env=env)
+    spec = env_for(policy, env)
+    name = getattr(policy, "name", type(policy).__name__)
     started = time.perf_counter()
     batches = run_episodes(policy, spec, [NOMINAL, *chosen], episodes, seed=seed,
                            batch_size=batch_size, max_steps=max_steps)
-    ref = resolve_reference(reference, spec, episodes, seed=seed, batch_size=batch_size,
+    random = random_returns(spec, episodes, seed=seed, batch_size=batch_size,
                             max_steps=max_steps)
+    ref = reference_score(reference, random)
     nominal, results = summarise(batches["nominal"], {s: batches[s.name] for s in chosen},
-                                 reference=ref, confidence=confidence, seed=seed,
-                                 thresholds=thresholds)
+                                 reference=ref,
+                                 confidence=confidence, seed=seed, thresholds=thresholds,
+                                 random=random, agent=name)
     return AuditResult(
-        agent=getattr(policy, "name", type(policy).__name__),
+        agent=name,
         env=spec.name,
         seed=int(seed),
         episodes=episodes,

@@ -125,11 +125,20 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("--rl-audit", _flag, False, "run RL robustness audit tests (marked rl_audit / "
            "rl_scenario, or using the rl_audit fixture); without it they are skipped."),
-    Option("--rl-agent", _text, None, "the agent to audit: a path to an SB3 .zip, or "
+    Option("--rl-agent", _text, None, "the agent to audit: a path to an SB3 .zip or an "
+           "rl-baselines3-zoo folder, hf://ORG/REPO (Hugging Face Hub), or "
            "package.module:attribute naming a model, policy, callable or zero-argument "
-           "factory. The default of the rl_agent fixture.", "PATH_OR_IMPORT"),
-    Option("--rl-algo", _text, None, "the SB3 algorithm of --rl-agent's .zip when the file "
-           "does not tell (PPO, A2C, DQN, SAC, TD3, RecurrentPPO).", "ALGO"),
+           "factory. The default of the rl_agent fixture.", "AGENT"),
+    Option("--rl-algo", _text, None, "the SB3 algorithm of --rl-agent's .zip when neither "
+           "the file nor its folder tells (PPO, A2C, DQN, SAC, TD3, DDPG, QRDQN, TQC, TRPO, ARS, "
+           "CrossQ, RecurrentPPO, MaskablePPO).", "ALGO"),
+    Option("--rl-vec-normalize", _text, None, "VecNormalize statistics for --rl-agent (a "
+           "vecnormalize.pkl); by default those in the agent's zoo folder or beside its .zip "
+           "are used, 'none' turns them off.", "PATH"),
+    Option("--rl-stochastic", _flag, False, "sample --rl-agent's actions instead of taking "
+           "the most likely one (each episode from its own seeded stream)."),
+    Option("--rl-agent-name", _text, None, "the name --rl-agent is reported under (default: "
+           "its algorithm and file or folder).", "NAME"),
     Option("--rl-env", _text, None, "the Gymnasium id to audit on (or module:Id-v0). The "
            "default of the rl_env fixture.", "ID"),
     Option("--rl-episodes", _episodes, 30, "paired episodes per scenario (>= 2; default 30).",
@@ -211,6 +220,9 @@ class Settings:
     audit: bool
     agent: str | None
     algo: str | None
+    vec_normalize: str | None
+    stochastic: bool
+    agent_name: str | None
     env: str | None
     episodes: int
     seed: int

@@ -42,7 +42,7 @@ class AuditSession:
         self.report_paths: list[Any] = []
         self.cache: dict[Any, Any] = {}  # nominal and reference rollouts, per process
         self._policies: dict[Any, tuple[Any, Any]] = {}
-        self._envs: dict[Any, tuple[Any, Any]] = {}
+        self._default_env: Any = None
         self.order: dict[str, int] = {}  # collection order: rows follow it, on any worker
         self.lost: list[dict[str, str]] = []  # audits lost with a crashed xdist worker
         self.expected: list[str] = []  # audit items that should each leave a record
@@ -124,32 +124,37 @@ class AuditSession:
             pytest.fail("no agent to audit: pass --rl-agent PATH_OR_IMPORT (or set rl_agent "
                         "in the ini file), or override the rl_agent fixture in conftest.py",
                         pytrace=False)
-        return self.policy_for(self.settings.agent)
+        return self.policy_for(self.settings.agent, env=self.settings.env)
 
     def default_env(self) -> Any:
+        """--rl-env as an AuditEnv (what an agent needs of it is applied when it is run)."""
         if not self.settings.env:
             pytest.fail("no env to audit on: pass --rl-env ID (or set rl_env in the ini "
                         "file), or override the rl_env fixture in conftest.py", pytrace=False)
-        return self.spec_for(self.settings.env)
+        if self._default_env is None:
+            from ..world.envs import env_spec
 
-    def policy_for(self, agent: Any) -> Any:
+            self._default_env = env_spec(self.settings.env)
+        return self._default_env
+
+    def policy_for(self, agent: Any, env: Any = None) -> Any:
         """One policy adapter per agent object for the whole run (the nominal cache keys on
-        it); agents given by path or import string are loaded once."""
+        it); agents given by path or import string are loaded once, with --rl-algo,
+        --rl-vec-normalize, --rl-stochastic and --rl-agent-name when they are --rl-agent."""
         key = agent if isinstance(agent, str) else id(agent)
         if key not in self._policies:
             from ..world.agents import as_policy
 
-            algo = self.settings.algo if isinstance(agent, str) else None
-            self._policies[key] = (agent, as_policy(agent, algo=algo))
+            options: dict[str, Any] = {}
+            if isinstance(agent, str) and agent == self.settings.agent:
+                given = self.settings.vec_normalize
+                options = {"algo": self.settings.algo,
+                           "deterministic": not self.settings.stochastic,
+                           "name": self.settings.agent_name,
+                           "vec_normalize": "auto" if given is None else (
+                               None if given.lower() == "none" else given)}
+            self._policies[key] = (agent, as_policy(agent, env=env, **options))
         return self._policies[key][1]
-
-    def spec_for(self, env: Any) -> Any:
-        key = env if isinstance(env, str) else id(env)
-        if key not in self._envs:
-            from ..world.envs import env_spec
-
-            self._envs[key] = (env, env_spec(env))
-        return self._envs[key][1]
 
     def gates(self, item: pytest.Item, scenario: Any) -> dict[str, Any] | None:
         """Thresholds for ``item``: marker > command line > ini; MILD when none is set.
@@ -178,7 +183,7 @@ class AuditSession:
         from .markers import episodes_marker
 
         policy = self.default_agent() if agent is None else self.policy_for(agent)
-        spec = self.default_env() if env is None else self.spec_for(env)
+        spec = self.default_env() if env is None else env  # check_robust applies env_needs
         episodes = episodes_marker(item.get_closest_marker("rl_episodes")) or {
             "n": self.settings.episodes, "max_n": None, "target_ci_width": None}
         gate = self.gates(item, scenario)

@@ -19,11 +19,11 @@ import numpy as np
 from .._capture import notify, shared_cache
 from .._checks import number
 from .._format import clip, fixed, interval
+from ..auditing.reference import check_reference_arg, random_returns, reference_score
 from ..auditing.results import (
     ScenarioResult,
     _stream_seed,
     check_episodes,
-    resolve_reference,
     summarise,
 )
 from ..rollout.runner import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
@@ -39,8 +39,8 @@ from ..stats import (
     verdict,
 )
 from ..world import scenarios as registry
-from ..world.agents import as_policy
-from ..world.envs import EnvLike, env_spec
+from ..world.agents import as_policy, env_for
+from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
 
 __all__ = ["RobustnessError", "RobustnessCheck", "assert_robust", "check_robust"]
@@ -221,16 +221,22 @@ def check_robust(
     chosen = _scenario(scenario)
     if cache is None:
         cache = shared_cache()
-    # Adapters are kept with their agent (alive, so its id is not reused) for the cache.
-    spec = _cached(cache, ("env", env if isinstance(env, str) else id(env)),
-                   lambda: (env, env_spec(env)))[1]
+    check_reference_arg(reference)
+    # Adapters are kept with their agent (alive, so its id is not reused) for the cache;
+    # the env is the agent's (a zoo folder's wrappers and env_kwargs applied to it).
     policy = _cached(cache, ("policy", agent if isinstance(agent, str) else id(agent)),
-                     lambda: (agent, as_policy(agent)))[1]
-    ref = _cached(cache, ("reference", reference, id(spec), seed, max_episodes or episodes,
-                          max_steps),
-                  lambda: resolve_reference(reference, spec, max_episodes or episodes,
-                                            seed=seed, batch_size=batch_size,
-                                            max_steps=max_steps))
+                     lambda: (agent, as_policy(agent, env=env)))[1]
+    spec = _cached(cache, ("env", env if isinstance(env, str) else id(env), id(policy)),
+                   lambda: (env, env_for(policy, env)))[1]
+    # The random policy runs on every episode the reference may need, else on the first
+    # round's, which the agent must beat.
+    random = _cached(cache, ("random", id(spec), seed,
+                             max_episodes or episodes if reference == "random" else episodes,
+                             max_steps),
+                     lambda: random_returns(
+                         spec, max_episodes or episodes if reference == "random" else episodes,
+                         seed=seed, batch_size=batch_size, max_steps=max_steps))
+    ref = reference_score(reference, random)
     # (threshold, strict, rating band): rating bands are strict (PASS means ratio > 0.95)
     gates: list[tuple[float, bool, str | None]] = []
     if min_ratio is not None:
@@ -272,7 +278,8 @@ def check_robust(
         level = outcome.look_confidence  # the level the stopping rule used at each look
     nominal_result, results = summarise(
         batches["nominal"], {chosen: batches[chosen.name]}, reference=ref, confidence=confidence,
-        seed=seed, thresholds=thresholds, intervals=intervals)
+        seed=seed, thresholds=thresholds, intervals=intervals, random=random,
+        agent=getattr(policy, "name", type(policy).__name__))
     result = results[chosen.name]
     checked = [(verdict(result.ratio, result.ci, t, mode, strict=strict), band)
                for t, strict, band in gates]

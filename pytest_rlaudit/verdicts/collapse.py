@@ -23,8 +23,8 @@ from gymnasium import spaces
 from .._checks import integer, number
 from ..rollout.runner import DEFAULT_MAX_STEPS, run_episodes
 from ..world import scenarios as registry
-from ..world.agents import as_policy
-from ..world.envs import EnvLike, env_spec
+from ..world.agents import as_policy, env_for
+from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, ScenarioLike
 from .assertions import RobustnessError
 
@@ -71,7 +71,8 @@ def assert_no_policy_collapse(
         number("min_entropy", min_entropy, low=0, why=" (bits)")
     integer("bins", bins, minimum=2)
     chosen = NOMINAL if scenario is None else registry.as_scenario(scenario)
-    policy, spec = as_policy(agent), env_spec(env)
+    policy = as_policy(agent, env=env)
+    spec = env_for(policy, env)
     batch = run_episodes(policy, spec, [chosen], episodes, seed=seed, max_steps=max_steps,
                          record=True)[chosen.name]
     probe = spec.make()

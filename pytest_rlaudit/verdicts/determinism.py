@@ -23,8 +23,8 @@ import numpy as np
 
 from ..rollout.runner import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
 from ..world import scenarios as registry
-from ..world.agents import as_policy
-from ..world.envs import EnvLike, env_spec
+from ..world.agents import as_policy, env_for
+from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, ScenarioLike
 from .assertions import RobustnessError
 
@@ -46,7 +46,8 @@ def assert_deterministic(
     so they must replay too). Compares every observation the agent saw, every action it
     chose and every reward. Returns the returns per scenario.
     """
-    policy, spec = as_policy(agent), env_spec(env)
+    policy = as_policy(agent, env=env)
+    spec = env_for(policy, env)
     chosen = [NOMINAL, *(s for s in registry.resolve(list(scenarios)) if s.name != NOMINAL.name)]
 
     def run(batch_size: int | None) -> dict[str, EpisodeBatch]:

@@ -30,9 +30,12 @@ torch, stable-baselines3 and sb3-contrib are imported only when an agent needs t
 
 from __future__ import annotations
 
-from .adapt import as_policy
+from .adapt import as_policy, env_for
 from .base import BasePolicy, Policy
 from .callables import CallablePolicy, RandomPolicy
+from .checkpoints import load_checkpoint
+from .needs import EnvNeeds
+from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper
 from .sb3 import SB3Policy, load_sb3
 from .torch import MIN_TORCH_ROWS, TorchPolicy
 
@@ -43,7 +46,13 @@ __all__ = [
     "RandomPolicy",
     "TorchPolicy",
     "SB3Policy",
+    "PolicyWrapper",
+    "FrameStackPolicy",
+    "NormalizedPolicy",
+    "EnvNeeds",
     "as_policy",
+    "env_for",
     "load_sb3",
+    "load_checkpoint",
     "MIN_TORCH_ROWS",
 ]

@@ -1,26 +1,32 @@
-"""``as_policy``: whatever a user passes as ``agent``, as a :class:`~.base.Policy`."""
+"""``as_policy``: whatever a user passes as ``agent``, as a :class:`~.base.Policy`; and
+``env_for``: the env it is audited on, with what the agent needs of it applied."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
 from pathlib import Path
 from typing import Any
 
+from ..._imports import import_module
 from ...errors import PolicyError
+from ..envs import AuditEnv, EnvLike, env_spec
 from .base import Policy
 from .callables import CallablePolicy, RandomPolicy
+from .needs import EnvNeeds
+from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper, stacked_space
 from .sb3 import SB3Policy, _is_sb3, load_sb3
 from .torch import TorchPolicy, _is_torch_module
 
-__all__ = ["as_policy"]
+__all__ = ["as_policy", "env_for"]
+
+HUB_PREFIX = "hf://"
 
 
 def _import_object(target: str) -> Any:
     module_name, _, attribute = target.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = import_module(module_name)
     except ImportError as exc:
         raise PolicyError(f"cannot import {module_name!r} for agent {target!r}: {exc}") from exc
     for part in attribute.split("."):
@@ -38,13 +44,84 @@ def _takes_no_arguments(fn: Any) -> bool:
                for p in inspect.signature(fn).parameters.values())
 
 
-def as_policy(agent: Any, *, algo: str | None = None, deterministic: bool = True,
-              vec_normalize: Any = None, torch_threads: int | None = 1) -> Policy:
+def _is_import(text: str) -> bool:
+    if text.startswith(HUB_PREFIX) or Path(text).exists() or text.endswith(".zip"):
+        return False
+    return ":" in text and not (len(text) > 1 and text[1] == ":")  # not a Windows drive
+
+
+def _spaces_of(env: EnvLike | None, needs: EnvNeeds, frame_stack: int) -> Any:
+    """A function giving the spaces the agent's network takes on ``env`` (None without
+    an env): they stand in for pickled spaces that cannot be read."""
+    if env is None:
+        return None
+
+    def spaces() -> tuple[Any, Any]:
+        made = needs.apply(env).make()
+        try:
+            obs, act = made.observation_space, made.action_space
+        finally:
+            made.close()
+        return (stacked_space(obs, frame_stack) if frame_stack else obs), act
+
+    return spaces
+
+
+def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: int | None,
+               env: EnvLike | None, options: dict[str, Any]) -> Policy:
+    """A saved run (zoo folder, Hub download, model zip) as a policy."""
+    from .zoo import read_saved_run
+
+    if text.startswith(HUB_PREFIX):
+        from .hub import download
+
+        text = str(download(text[len(HUB_PREFIX):]))
+    run = read_saved_run(text)
+    stack = run.frame_stack if frame_stack is None else frame_stack
+    model = load_sb3(run.model, algo or run.algo,
+                     spaces_of_env=_spaces_of(env, run.needs, stack))
+    name = options.pop("name") or f"{type(model).__name__}({run.label})"
+    stats = run.vec_normalize if isinstance(vec_normalize, str) and vec_normalize == "auto" \
+        else vec_normalize
+    policy = _preprocessed(SB3Policy(model, name=name, **options), stats, stack)
+    policy.env_needs = run.needs
+    return policy
+
+
+def _preprocessed(policy: Policy, vec_normalize: Any, frame_stack: int | None) -> Policy:
+    """``policy`` behind a frame stack, behind VecNormalize (the zoo's order)."""
+    if frame_stack:
+        policy = FrameStackPolicy(policy, frame_stack)
+    if vec_normalize is not None:
+        policy = NormalizedPolicy(policy, vec_normalize)
+    return policy
+
+
+def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto",
+              deterministic: bool = True, name: str | None = None,
+              frame_stack: int | None = None, checkpoint: str | os.PathLike[str] | None = None,
+              env: EnvLike | None = None, torch_threads: int | None = 1) -> Policy:
     """Adapt ``agent`` to the batched :class:`Policy` protocol.
 
-    ``algo`` names the SB3 algorithm of a ``.zip`` when the file does not tell;
-    ``deterministic`` and ``vec_normalize`` apply to SB3 agents; ``torch_threads`` to
-    torch-backed ones (see the module docstring).
+    ``agent``: an SB3 model, a path to an SB3 ``.zip`` or to an rl-baselines3-zoo
+    folder, ``hf://<org>/<repo>`` (a model on the Hugging Face Hub), a torch
+    ``nn.Module``, a callable ``obs_batch -> action_batch``, ``"random"``, a
+    ``"module:attribute"`` string naming one of these, or a :class:`Policy`.
+
+    - ``algo`` names the SB3 algorithm of a ``.zip`` when neither the file nor its
+      folder tells.
+    - ``vec_normalize``: ``"auto"`` finds the statistics a zoo folder or a ``.zip``'s
+      folder holds (and a model object's attached ``VecNormalize``); a path or a
+      ``VecNormalize``; ``None`` for none.
+    - ``deterministic=False`` samples SB3 actions, each episode from its own stream.
+    - ``name`` labels the agent in reports (default: the algorithm and the file, or the
+      class of the object).
+    - ``frame_stack`` stacks that many observations as SB3's ``VecFrameStack`` did in
+      training (a zoo folder's config sets it).
+    - ``checkpoint``: a torch state-dict file loaded into the ``nn.Module`` given.
+    - ``env``: the env it will be audited on, needed only for a model whose pickled spaces
+      cannot be read (the env's spaces stand in for them).
+    - ``torch_threads``: see the package docstring.
 
     >>> as_policy("random").name
     'random'
@@ -53,29 +130,61 @@ def as_policy(agent: Any, *, algo: str | None = None, deterministic: bool = True
     ...
     pytest_rlaudit.errors.PolicyError: cannot use int as an agent; ...
     """
+    sb3_options = {"deterministic": deterministic, "torch_threads": torch_threads, "name": name}
     if isinstance(agent, (str, os.PathLike)):
         text = os.fspath(agent)
         if text == "random":
-            return RandomPolicy()
-        is_import = ":" in text and not Path(text).exists() and not text.endswith(".zip")
-        if is_import and not (len(text) > 1 and text[1] == ":"):  # not a Windows drive
+            return _named(RandomPolicy(), name)
+        if _is_import(text):
             return as_policy(_import_object(text), algo=algo, deterministic=deterministic,
-                             vec_normalize=vec_normalize, torch_threads=torch_threads)
-        model = load_sb3(text, algo)
-        return SB3Policy(model, deterministic=deterministic, vec_normalize=vec_normalize,
-                         name=f"{type(model).__name__}({Path(text).name})",
-                         torch_threads=torch_threads)
-    if isinstance(agent, Policy) and not _is_sb3(agent):
-        return agent
+                             vec_normalize=vec_normalize, name=name, frame_stack=frame_stack,
+                             checkpoint=checkpoint, env=env, torch_threads=torch_threads)
+        return _from_path(text, algo=algo, vec_normalize=vec_normalize,
+                          frame_stack=frame_stack, env=env, options=sb3_options)
     if _is_sb3(agent):
-        return SB3Policy(agent, deterministic=deterministic, vec_normalize=vec_normalize,
-                         torch_threads=torch_threads)
+        if isinstance(vec_normalize, str) and vec_normalize == "auto":
+            get = getattr(agent, "get_vec_normalize_env", None)
+            vec_normalize = get() if callable(get) else None
+        return _preprocessed(SB3Policy(agent, **sb3_options), vec_normalize, frame_stack)
+    own_stats = None if isinstance(vec_normalize, str) and vec_normalize == "auto" else vec_normalize
     if _is_torch_module(agent):
-        return TorchPolicy(agent, torch_threads=torch_threads)
+        if checkpoint is not None:
+            from .checkpoints import load_checkpoint
+
+            agent = load_checkpoint(agent, checkpoint)
+        # Sampled torch actions come from a CleanRL get_action_and_value, seeded per episode.
+        rule = "auto" if deterministic else "get_action_and_value"
+        return _preprocessed(TorchPolicy(agent, name=name, torch_threads=torch_threads,
+                                         rule=rule), own_stats, frame_stack)
+    if checkpoint is not None:
+        raise PolicyError(f"checkpoint= loads a state dict into a torch nn.Module; the agent is "
+                          f"a {type(agent).__name__}")
+    if isinstance(agent, Policy):
+        return _named(_preprocessed(agent, own_stats, frame_stack), name)
     if callable(agent):
-        return CallablePolicy(agent)
+        return _preprocessed(CallablePolicy(agent, name=name), own_stats, frame_stack)
     raise PolicyError(
         f"cannot use {type(agent).__name__} as an agent; pass an SB3 model, a path to an SB3 "
-        ".zip, a torch nn.Module, a callable obs_batch -> action_batch, 'random', a "
-        "'module:attribute' string, or a Policy"
+        ".zip or an rl-baselines3-zoo folder, 'hf://<org>/<repo>', a torch nn.Module, a "
+        "callable obs_batch -> action_batch, 'random', a 'module:attribute' string, or a Policy"
     )
+
+
+def _named(policy: Policy, name: str | None) -> Policy:
+    """``policy`` under ``name``, without renaming an object the user still holds."""
+    if name is None:
+        return policy
+    named = PolicyWrapper(policy)
+    named.name = name
+    return named
+
+
+def env_for(policy: Policy, env: EnvLike) -> AuditEnv:
+    """``env`` as an :class:`AuditEnv`, with what ``policy`` needs of it (a zoo folder's
+    env_kwargs and env_wrapper) applied.
+
+    >>> env_for(as_policy("random"), "CartPole-v1").name
+    'CartPole-v1'
+    """
+    needs = getattr(policy, "env_needs", None)
+    return needs.apply(env) if isinstance(needs, EnvNeeds) else env_spec(env)

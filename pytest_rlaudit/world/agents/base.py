@@ -41,6 +41,8 @@ class BasePolicy:
     name: str = "policy"
     observation_space: spaces.Space | None = None
     action_space: spaces.Space | None = None
+    #: What the agent needs of its env (a zoo folder's env_kwargs and wrappers), if anything.
+    env_needs: Any = None
 
     def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         """Learn the env's spaces before a rollout (and check they fit the agent)."""

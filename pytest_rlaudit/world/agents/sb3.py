@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import os
 import pickle
+import warnings
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +19,13 @@ from gymnasium import spaces
 from ..._optional import EXTRAS, missing
 from ...errors import PolicyError
 from .base import BasePolicy
+from .pickles import gym_as_gymnasium
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads
 
-__all__ = ["SB3Policy", "load_sb3"]
+__all__ = ["SB3Policy", "load_sb3", "canonical_algo"]
 
 _SB3_ALGOS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
-_CONTRIB_ALGOS = ("RecurrentPPO", "QRDQN", "TQC", "TRPO", "ARS", "CrossQ")
+_CONTRIB_ALGOS = ("RecurrentPPO", "MaskablePPO", "QRDQN", "TQC", "TRPO", "ARS", "CrossQ")
 
 
 def _space_summary(space: Any) -> str:
@@ -29,19 +33,29 @@ def _space_summary(space: Any) -> str:
     return f"{type(space).__name__}{tuple(shape) if shape else ''}"
 
 
+def _same_obs_shape(own: Any, env: Any) -> bool:
+    """The model takes the env's observations: the same shape, or for images the
+    channel-first transpose SB3 trains on (its ``predict`` transposes channel-last input)."""
+    own_shape, env_shape = getattr(own, "shape", None), getattr(env, "shape", None)
+    if own_shape == env_shape:
+        return True
+    return (own_shape is not None and env_shape is not None and len(env_shape) == 3
+            and tuple(own_shape) == (env_shape[-1], *env_shape[:-1]))
+
+
 class SB3Policy(BasePolicy):
     """A stable-baselines3 model (or its ``.policy``), batched through ``policy.predict``.
 
     ``deterministic=True`` (default) takes the mode of the action distribution. With
     ``deterministic=False`` each episode samples from its own seeded torch stream, one
-    row per call (slower, but still independent of the batch). ``vec_normalize``: a
-    ``VecNormalize`` (or the path of one saved with ``.save``) whose observation
-    statistics are applied before the policy, as during training. Recurrent policies
+    row per call (slower, but still independent of the batch). Recurrent policies
     (sb3-contrib RecurrentPPO) keep an LSTM state per episode, zeroed at its start.
+    VecNormalize statistics and frame stacks are applied around it
+    (:mod:`.preprocess`), as :func:`~.adapt.as_policy` arranges.
     """
 
-    def __init__(self, model: Any, *, deterministic: bool = True, vec_normalize: Any = None,
-                 name: str | None = None, torch_threads: int | None = 1) -> None:
+    def __init__(self, model: Any, *, deterministic: bool = True, name: str | None = None,
+                 torch_threads: int | None = 1) -> None:
         self.model = model
         self.torch_threads = torch_threads
         self.sb3_policy = getattr(model, "policy", model)
@@ -55,14 +69,13 @@ class SB3Policy(BasePolicy):
                 "audit with deterministic=True (the default)"
             )
         self.stateful = self.recurrent or not self.deterministic
-        self.vec_normalize = _load_vec_normalize(vec_normalize)
         self.name = name or type(model).__name__
 
     def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         super().bind(observation_space, action_space)
         own_obs = self.sb3_policy.observation_space
         own_act = self.sb3_policy.action_space
-        if getattr(own_obs, "shape", None) != getattr(observation_space, "shape", None):
+        if not _same_obs_shape(own_obs, observation_space):
             raise PolicyError(
                 f"agent {self.name} expects observations {_space_summary(own_obs)} but the env "
                 f"gives {_space_summary(observation_space)}: is this the env it was trained on?"
@@ -83,13 +96,7 @@ class SB3Policy(BasePolicy):
             return None  # zero LSTM state, flagged as an episode start
         return np.random.default_rng(seed)
 
-    def _normalize(self, obs: np.ndarray) -> np.ndarray:
-        if self.vec_normalize is None:
-            return obs
-        return self.vec_normalize.normalize_obs(obs)
-
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
-        obs = self._normalize(obs)
         n = obs.shape[0]
         with _torch_threads(self.torch_threads):
             if self.recurrent:
@@ -138,27 +145,41 @@ class SB3Policy(BasePolicy):
         return actions[:n], new_states
 
 
-def _load_vec_normalize(vec_normalize: Any) -> Any:
-    if vec_normalize is None or hasattr(vec_normalize, "normalize_obs"):
-        return vec_normalize
-    path = Path(vec_normalize)
-    if not path.is_file():
-        raise PolicyError(f"vec_normalize file {str(path)!r} does not exist")
-    # VecNormalize.load() wants a venv only to wrap it; the statistics are all we need.
-    with path.open("rb") as f:
-        loaded = pickle.load(f)
-    if not hasattr(loaded, "normalize_obs"):
-        raise PolicyError(f"{str(path)!r} does not hold a VecNormalize (got {type(loaded).__name__})")
-    return loaded
+#: Each algorithm by the module of its policy class; ActorCriticPolicy (shared by PPO, A2C
+#: and TRPO) and TD3Policy (shared by TD3 and DDPG) are told apart by their saved settings.
+_BY_POLICY_MODULE = {
+    "stable_baselines3.dqn.": "DQN", "stable_baselines3.sac.": "SAC",
+    "sb3_contrib.common.recurrent.": "RecurrentPPO", "sb3_contrib.common.maskable.": "MaskablePPO",
+    "sb3_contrib.qrdqn.": "QRDQN", "sb3_contrib.tqc.": "TQC", "sb3_contrib.ars.": "ARS",
+    "sb3_contrib.crossq.": "CrossQ",
+}
+#: Algorithms that keep a replay buffer: loaded with a one-transition buffer, as the
+#: zoo's ``enjoy`` does, instead of allocating the training buffer.
+_OFF_POLICY = ("DQN", "SAC", "TD3", "DDPG", "QRDQN", "TQC", "CrossQ")
+#: Training schedules pickled as functions: old ones do not unpickle under today's Python,
+#: and inference never calls them (the zoo's ``enjoy`` replaces them the same way).
+_SCHEDULES = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0,
+              "exploration_schedule": lambda _: 0.0}
 
 
-def _algo_class(name: str) -> Any:
+def canonical_algo(name: str) -> str:
+    """The SB3 class name of ``name`` in any case, or its rl-baselines3-zoo folder name.
+
+    >>> canonical_algo("ppo_lstm"), canonical_algo("qrdqn")
+    ('RecurrentPPO', 'QRDQN')
+    """
     lookup = {a.lower(): a for a in (*_SB3_ALGOS, *_CONTRIB_ALGOS)}
-    canonical = lookup.get(name.lower())
+    lookup["ppo_lstm"] = "RecurrentPPO"  # the zoo's folder name for it
+    canonical = lookup.get(str(name).lower())
     if canonical is None:
         raise PolicyError(
             f"unknown SB3 algorithm {name!r}; known: {', '.join(_SB3_ALGOS + _CONTRIB_ALGOS)}"
         )
+    return canonical
+
+
+def _algo_class(name: str) -> Any:
+    canonical = canonical_algo(name)
     package = "stable_baselines3" if canonical in _SB3_ALGOS else "sb3_contrib"
     try:
         return getattr(importlib.import_module(package), canonical)
@@ -167,47 +188,95 @@ def _algo_class(name: str) -> Any:
             f"{canonical} needs {package}, which is not installed: pip install sb3-contrib")) from exc
 
 
-def _algo_from_zip(path: Path) -> str:
-    """Read the algorithm from an SB3 zip: its policy class module and hyperparameters."""
+def _zip_data(path: Path) -> dict[str, Any]:
     try:
         with zipfile.ZipFile(path) as archive:
-            data = json.loads(archive.read("data"))
+            return json.loads(archive.read("data"))
     except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as exc:
         raise PolicyError(f"{str(path)!r} is not a stable-baselines3 model zip ({exc})") from exc
+
+
+def _algo_from_zip(path: Path) -> str:
+    """Read the algorithm from an SB3 zip: its policy class module and hyperparameters."""
+    data = _zip_data(path)
     module = str(data.get("policy_class", {}).get("__module__", ""))
-    by_module = {
-        "stable_baselines3.dqn.": "DQN", "stable_baselines3.sac.": "SAC",
-        "stable_baselines3.td3.": "TD3", "sb3_contrib.common.recurrent.": "RecurrentPPO",
-        "sb3_contrib.qrdqn.": "QRDQN", "sb3_contrib.tqc.": "TQC",
-    }
-    for prefix, algo in by_module.items():
+    for prefix, algo in _BY_POLICY_MODULE.items():
         if module.startswith(prefix):
             return algo
+    if module.startswith("stable_baselines3.td3."):
+        # DDPG is TD3 with one critic update per actor update and no target smoothing.
+        ddpg = data.get("policy_delay") == 1 and data.get("target_noise_clip") == 0.0
+        return "DDPG" if ddpg else "TD3"
     if module.startswith("stable_baselines3.common.policies"):
-        # PPO and A2C share ActorCriticPolicy; only PPO has a clipping range.
-        return "PPO" if "clip_range" in data else "A2C"
+        if "clip_range" in data:
+            return "PPO"
+        return "TRPO" if "cg_max_steps" in data else "A2C"
     raise PolicyError(
         f"cannot tell which algorithm trained {str(path)!r} (policy module {module!r}); "
         "name it: as_policy(path, algo='PPO') or --rl-algo PPO"
     )
 
 
-def load_sb3(path: str | os.PathLike[str], algo: str | None = None) -> Any:
+def _unreadable_spaces(path: Path) -> str | None:
+    """Why the spaces pickled in ``path`` cannot be read here (with gym read as
+    gymnasium), or None when they can."""
+    data = _zip_data(path)
+    for key in ("observation_space", "action_space"):
+        serialized = data.get(key, {}).get(":serialized:")
+        if serialized is None:
+            return f"it holds no {key}"
+        try:
+            with gym_as_gymnasium():
+                pickle.loads(base64.b64decode(serialized.encode()))
+        except Exception as exc:
+            return f"its {key} does not unpickle here ({type(exc).__name__}: {exc})"
+    return None
+
+
+Spaces = Callable[[], "tuple[spaces.Space, spaces.Space]"]
+
+
+def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
+             spaces_of_env: Spaces | None = None) -> Any:
     """Load an SB3 model from a ``.zip``, reading the algorithm from the file if not given.
 
-    For example ``load_sb3("examples/ppo_cartpole.zip")`` returns the bundled PPO model.
+    Files saved under old ``gym`` load too: ``gym`` is read as ``gymnasium``
+    (:mod:`.pickles`), and when the pickled spaces still cannot be read, the spaces of
+    the env it will be audited on (``spaces_of_env()``) stand in for them, as SB3's
+    ``custom_objects``. For example ``load_sb3("examples/ppo_cartpole.zip")`` returns the
+    bundled PPO model.
     """
     path = Path(path)
     if not path.is_file():
         raise PolicyError(f"agent file {str(path)!r} does not exist")
-    algo = algo or _algo_from_zip(path)
+    given = algo is not None
+    algo = canonical_algo(algo) if algo else _algo_from_zip(path)
     cls = _algo_class(algo)
+    custom: dict[str, Any] = dict(_SCHEDULES)
+    why = _unreadable_spaces(path)
+    if why is not None:
+        if spaces_of_env is None:
+            raise PolicyError(
+                f"cannot load {str(path)!r}: {why}. Give the env it is audited on, whose spaces "
+                "stand in for the pickled ones: audit(path, env) or as_policy(path, env=env)"
+            )
+        custom["observation_space"], custom["action_space"] = spaces_of_env()
+    extra = {"buffer_size": 1, "optimize_memory_usage": False} if algo in _OFF_POLICY else {}
     try:
-        return cls.load(path, device="cpu")
+        with gym_as_gymnasium(), warnings.catch_warnings():
+            # SB3 warns of every training-only object it cannot unpickle; none is used here.
+            warnings.filterwarnings("ignore", message="Could not deserialize object")
+            return cls.load(path, device="cpu", custom_objects=custom, **extra)
+    except ModuleNotFoundError as exc:
+        raise PolicyError(
+            f"cannot load {str(path)!r} as a {algo} model: it was pickled with module "
+            f"{exc.name!r}, which is not installed here; install the package that provides it"
+        ) from exc
     except Exception as exc:
         raise PolicyError(
-            f"cannot load {str(path)!r} as a {cls.__name__} model ({type(exc).__name__}: {exc}); "
-            "is it an SB3 .zip, and is algo right?"
+            f"cannot load {str(path)!r} as a {algo} model ({type(exc).__name__}: {exc}); "
+            + ("is algo right?" if given else "the env's spaces stood in for the pickled ones: is "
+               "this the env it was trained on?" if why else "is it an intact SB3 model zip?")
         ) from exc
 
 

@@ -1,22 +1,31 @@
-"""Torch ``nn.Module`` agents, and the batch-invariant, single-thread policy call that
-every torch-backed adapter (SB3 too) makes; see the package docstring."""
+"""Torch ``nn.Module`` agents (plain modules and the CleanRL / RSL-RL shapes), and the
+batch-invariant, single-thread policy call that every torch-backed adapter (SB3 too)
+makes; see the package docstring."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
+from ...errors import PolicyError
 from .base import BasePolicy
 
-__all__ = ["TorchPolicy", "MIN_TORCH_ROWS"]
+__all__ = ["TorchPolicy", "MIN_TORCH_ROWS", "RULES", "choose_rule"]
 
 #: Torch-backed policy calls are padded to a multiple of this many rows (batch invariance).
 MIN_TORCH_ROWS = 16
+
+#: The ways :class:`TorchPolicy` gets actions from a module, in the order ``rule="auto"``
+#: tries them: the first method or attribute the module has wins, ``forward`` last.
+RULES = ("get_action", "actor_mean", "actor", "get_action_and_value", "forward")
+
+#: Rules whose Box actions are the mean (or a sample) of an unbounded Gaussian: clipped.
+_CLIPPED = frozenset({"actor_mean", "actor", "get_action_and_value"})
 
 
 @contextmanager
@@ -47,45 +56,205 @@ def _pad_rows(obs: np.ndarray, rows: int) -> np.ndarray:
     return np.concatenate([obs, np.repeat(obs[:1], target - n, axis=0)])
 
 
-class TorchPolicy(BasePolicy):
-    """A torch ``nn.Module`` mapping a float32 observation batch to an action batch.
+def choose_rule(module: Any) -> str:
+    """The first of :data:`RULES` that ``module`` offers (``"forward"`` if none).
 
-    For Discrete actions the output is either one integer per row or a row of
-    scores/logits per action (argmax is taken). For Box actions the output is reshaped
-    to the action shape. Runs in eval mode under ``torch.no_grad()``.
+    >>> import torch
+    >>> class Agent(torch.nn.Module):  # the shape of CleanRL's ppo.py Agent
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.actor, self.critic = torch.nn.Linear(4, 2), torch.nn.Linear(4, 1)
+    >>> choose_rule(Agent()), choose_rule(torch.nn.Linear(4, 2))
+    ('actor', 'forward')
+    """
+    for rule in RULES[:-1]:
+        if callable(getattr(module, rule, None)):
+            return rule
+    return "forward"
+
+
+@contextmanager
+def _inference(module: Any, threads: int | None) -> Iterator[None]:
+    """Eval mode, no autograd and ``threads`` torch threads; the training mode is restored."""
+    import torch
+
+    was_training = module.training
+    if was_training:
+        module.eval()
+    try:
+        with torch.no_grad(), _torch_threads(threads):
+            yield
+    finally:
+        if was_training:
+            module.train()
+
+
+def _seeded(seed: int | None, fn: Callable[[], Any]) -> Any:
+    """``fn()`` on a private copy of torch's CPU generator, seeded with ``seed`` if given.
+
+    The global torch stream is left as it was: a policy call must not change what the
+    user's own code (or the next agent) draws.
+    """
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.manual_seed(seed)
+        return fn()
+
+
+def _mean_of_get_action(out: Any, name: str) -> Any:
+    """The deterministic action of a CleanRL SAC actor's ``get_action``: its third item.
+
+    ``(action, log_prob, mean)`` for Box (the mean already tanh-squashed and scaled),
+    ``(action, log_prob, action_probs)`` for Discrete (sac_atari.py).
+    """
+    if not (isinstance(out, (tuple, list)) and len(out) == 3):
+        raise PolicyError(
+            f"{name}.get_action returned {_describe(out)}; TorchPolicy reads CleanRL's SAC "
+            "(action, log_prob, mean) there. For another get_action, pass rule='forward' "
+            f"(or one of {', '.join(RULES)})"
+        )
+    return out[2]
+
+
+def _describe(out: Any) -> str:
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} of {len(out)}"
+    return f"a {type(out).__name__}" + (f" of shape {tuple(out.shape)}" if hasattr(out, "shape") else "")
+
+
+class TorchPolicy(BasePolicy):
+    """A torch ``nn.Module`` as a policy: a float32 observation batch in, actions out.
+
+    How the action is read depends on what the module offers (``rule="auto"``: the first
+    row that fits; or name the rule). The shapes are those of CleanRL's agents and
+    RSL-RL's ``ActorCritic``:
+
+    ========================  ===============================  ==============================
+    rule (auto: this order)   typical module                   action
+    ========================  ===============================  ==============================
+    ``get_action``            CleanRL SAC ``Actor``            3rd item of ``get_action(x)``:
+                                                               Box: ``tanh(mean) * scale +
+                                                               bias``; Discrete: argmax of
+                                                               the action probabilities
+    ``actor_mean``            CleanRL continuous PPO           ``clip(actor_mean(x))``
+    ``actor``                 CleanRL PPO ``Agent``; RSL-RL    Discrete: ``argmax actor(x)``;
+                              ``ActorCritic``                  Box: ``clip(actor(x))``
+    ``get_action_and_value``  PPO-style agent with neither     a *sample*: ``get_action_and_
+                              of the above                     value(x)[0]``, seeded per
+                                                               episode; Box: clipped
+    ``forward``               CleanRL DQN ``QNetwork``,        ``module(x)``; Discrete:
+                              TD3/DDPG ``Actor``, any module   argmax of per-action scores,
+                                                               or integer actions as given
+    ========================  ===============================  ==============================
+
+    Why some Box actions are clipped to the action space (``clip``): ``actor_mean`` and an
+    RSL-RL ``actor`` give the mean of an unbounded Gaussian, which may leave the bounds;
+    CleanRL trains and evaluates them behind ``gymnasium.wrappers.ClipAction`` (its
+    ``make_env``), so clipping is what the agent's own evaluation does. The other rules are
+    not clipped: a TD3/DDPG or SAC actor already squashes into the bounds, and an action
+    outside them is a bug the runner reports.
+
+    The sampling rule makes the policy stateful: each episode draws from its own stream
+    seeded from the episode's seed, one padded call per row, so returns are reproducible
+    and do not depend on the batch. Every call runs in eval mode (restored after) under
+    ``torch.no_grad()``, with ``torch_threads`` threads, padded to :data:`MIN_TORCH_ROWS`
+    rows, and leaves torch's global random stream as it was.
+
+    >>> import numpy as np, torch
+    >>> from gymnasium import spaces
+    >>> class Agent(torch.nn.Module):  # CleanRL's ppo_continuous_action.py shape
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.actor_mean = torch.nn.Linear(3, 1)
+    >>> agent = Agent()
+    >>> with torch.no_grad():
+    ...     _ = agent.actor_mean.weight.fill_(1.0), agent.actor_mean.bias.fill_(0.0)
+    >>> policy = TorchPolicy(agent)
+    >>> policy.bind(spaces.Box(-5, 5, (3,)), spaces.Box(-2, 2, (1,)))
+    >>> policy.rule, policy.act(np.array([[1.0, 0.5, 0.0], [-3.0, -1.0, 0.0]]), None)[0].tolist()
+    ('actor_mean', [[1.5], [-2.0]])
     """
 
     def __init__(self, module: Any, name: str | None = None, *,
-                 torch_threads: int | None = 1) -> None:
+                 torch_threads: int | None = 1, rule: str = "auto") -> None:
         self.module = module
         self.name = name or type(module).__name__
         self.torch_threads = torch_threads
+        self.rule = choose_rule(module) if rule == "auto" else _checked_rule(module, rule)
+        self.stateful = self.rule == "get_action_and_value"
 
-    def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, None]:
+    def initial_state(self, seed: np.random.SeedSequence) -> Any:
+        return np.random.default_rng(seed) if self.stateful else None
+
+    def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
+        rows = np.asarray(obs, dtype=np.float32)
+        with _inference(self.module, self.torch_threads):
+            if self.stateful:
+                out = self._sampled(rows, states)
+            else:
+                out = self._call(_pad_rows(rows, MIN_TORCH_ROWS))[: len(rows)]
+        return self._actions(out), (states if self.stateful else None)
+
+    def _sampled(self, rows: np.ndarray, states: list[Any] | None) -> np.ndarray:
+        """One padded call per row, each seeded from the row's own episode stream (a
+        draw for a batch would depend on which episodes share it)."""
+        if states is None or len(states) != len(rows):
+            raise PolicyError(f"{self.name} samples actions: it needs one state per row")
+        return np.stack([self._call(_pad_rows(rows[i : i + 1], MIN_TORCH_ROWS),
+                                    int(rng.integers(2**63 - 1)))[0]
+                         for i, rng in enumerate(states)])
+
+    def _call(self, rows: np.ndarray, seed: int | None = None) -> np.ndarray:
+        """The rule's raw output for ``rows`` (already padded), as a numpy array."""
         import torch
 
-        n = obs.shape[0]
-        x = torch.as_tensor(_pad_rows(np.asarray(obs, dtype=np.float32), MIN_TORCH_ROWS))
-        was_training = self.module.training
-        if was_training:
-            self.module.eval()
-        try:
-            with torch.no_grad(), _torch_threads(self.torch_threads):
-                out = self.module(x)
-        finally:
-            if was_training:
-                self.module.train()
-        out = np.asarray(out.detach().cpu().numpy())[:n]
+        x = torch.as_tensor(rows)
+        module = self.module
+        if self.rule == "get_action":
+            # get_action samples (rsample) before returning the mean: on a private stream
+            out = _mean_of_get_action(_seeded(None, lambda: module.get_action(x)), self.name)
+        elif self.rule == "get_action_and_value":
+            out = _seeded(seed, lambda: module.get_action_and_value(x))[0]
+        else:
+            out = module(x) if self.rule == "forward" else getattr(module, self.rule)(x)
+        if not isinstance(out, torch.Tensor):
+            raise PolicyError(
+                f"{self.name} ({self.rule}) returned {_describe(out)}, not a tensor of actions; "
+                f"name the rule that gives actions: TorchPolicy(module, rule=...) with one of "
+                f"{', '.join(RULES)}"
+            )
+        return np.asarray(out.detach().cpu().numpy())
+
+    def _actions(self, out: np.ndarray) -> np.ndarray:
+        """Raw outputs to actions of the bound action space (argmax, reshape, clip)."""
+        n = out.shape[0]
         space = self.action_space
         if isinstance(space, spaces.Discrete):
             if out.ndim == 2 and out.shape[1] == space.n:
-                return out.argmax(axis=1) + space.start, None
+                return out.argmax(axis=1) + space.start
             if out.ndim == 2 and out.shape[1] == 1:
-                out = out[:, 0]
-            return out, None
+                return out[:, 0]
+            return out
         if isinstance(space, spaces.Box):
-            return out.reshape((n, *space.shape)), None
-        return out, None
+            out = out.reshape((n, *space.shape))
+            if self.rule in _CLIPPED:
+                out = np.clip(out, space.low, space.high)
+            return out
+        return out
+
+    def __repr__(self) -> str:
+        return f"<TorchPolicy {self.name} rule={self.rule}>"
+
+
+def _checked_rule(module: Any, rule: str) -> str:
+    if rule not in RULES:
+        raise PolicyError(f"unknown rule {rule!r} for a torch module; use 'auto' or one of "
+                          f"{', '.join(RULES)}")
+    if rule != "forward" and not callable(getattr(module, rule, None)):
+        raise PolicyError(f"{type(module).__name__} has no {rule}, so rule={rule!r} cannot apply")
+    return rule
 
 
 def _is_torch_module(obj: Any) -> bool:

@@ -13,7 +13,8 @@ from ..._checks import integer, number
 from ..._seeding import stable_hash
 from ...errors import PerturbationError
 
-__all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation"]
+__all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation",
+           "held_frame"]
 
 try:
     from gymnasium.wrappers import RepeatAction
@@ -42,11 +43,41 @@ def hold(env: gym.Env, action: Any, k: int) -> tuple[Any, float, bool, bool, dic
     return obs, total, terminated, truncated, info
 
 
-def noisy_observation(obs: Any, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """``obs`` plus i.i.d. Gaussian noise of std ``sigma`` (drawn even when sigma is 0, so
-    the stream does not depend on it), in the observation's dtype, not clipped."""
+def noisy_observation(obs: Any, sigma: float, rng: np.random.Generator,
+                      space: spaces.Box) -> np.ndarray:
+    """``obs`` (an observation of ``space``) plus i.i.d. Gaussian noise, in its dtype.
+
+    One standard normal per element is drawn whatever ``sigma`` and dtype, so the stream
+    does not depend on them. The rule depends on the dtype:
+
+    - float: std ``sigma`` in the observation's own units, not clipped (a real sensor's
+      reading can leave the nominal range; the established timing audit's semantics).
+    - integer (images: uint8 pixels in [0, 255]): std ``sigma`` x the space's range
+      (``high - low``; ``sigma=0.1`` is about 25 grey levels), rounded to the nearest
+      integer and clipped to the space's bounds, so dtype and bounds are kept. Raw units
+      would round ``sigma=0.1`` away to nothing (an audit that measures nothing), and a
+      plain cast would bias values toward zero and wrap negative ones (-1 -> 255).
+      Rounding is unbiased; clipping saturates like a camera, so pixels at a bound can
+      only move inward.
+
+    >>> space = spaces.Box(0, 255, (2,), np.uint8)
+    >>> noisy_observation(np.array([0, 128], np.uint8), 0.1, np.random.default_rng(0), space)
+    array([  3, 125], dtype=uint8)
+    """
     obs = np.asarray(obs)
-    return (obs + sigma * rng.standard_normal(obs.shape)).astype(obs.dtype, copy=False)
+    noise = rng.standard_normal(obs.shape)
+    if not np.issubdtype(obs.dtype, np.integer):
+        return (obs + sigma * noise).astype(obs.dtype, copy=False)
+    low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+    noisy = np.rint(obs + sigma * (high - low) * noise)
+    return np.clip(noisy, low, high).astype(obs.dtype)
+
+
+def held_frame(obs: Any) -> Any:
+    """``obs`` as a wrapper keeps it to show again later (a delayed or frozen frame): a
+    copy of an array, since an env may render every frame into one reused buffer and
+    the held frame must stay the frame it was; other observations are kept as they are."""
+    return obs.copy() if isinstance(obs, np.ndarray) else obs
 
 
 def _int_arg(owner: str, name: str, value: Any, *, minimum: int) -> int:
@@ -60,11 +91,19 @@ def _float_arg(owner: str, name: str, value: Any, *, low: float = 0.0, high: flo
 
 
 def _require_box_obs(owner: str, env: gym.Env) -> None:
-    if not isinstance(env.observation_space, spaces.Box):
+    """Observation noise needs a Box, and a bounded one for integers (its unit is the range)."""
+    space = env.observation_space
+    if not isinstance(space, spaces.Box):
         raise PerturbationError(
             f"{owner} adds noise to array observations (a Box space); this env's observation "
-            f"space is {env.observation_space}. Flatten it first "
+            f"space is {space}. Flatten it first "
             "(gymnasium.wrappers.FlattenObservation) or choose another scenario."
+        )
+    if np.issubdtype(space.dtype, np.integer) and not space.is_bounded("both"):
+        raise PerturbationError(
+            f"{owner}: noise on integer observations is scaled by the observation range, but "
+            f"this env's observation space {space} is unbounded; give it bounds (an 8-bit "
+            "image's are 0 and 255)."
         )
 
 

@@ -7,13 +7,21 @@ from typing import Any
 
 import gymnasium as gym
 
-from .base import Perturbation, _float_arg, _int_arg, _require_box_obs, noisy_observation
+from .base import (
+    Perturbation,
+    _float_arg,
+    _int_arg,
+    _require_box_obs,
+    held_frame,
+    noisy_observation,
+)
 
 __all__ = ["ObservationDelay", "ObservationNoise", "DroppedObservation"]
 
 
 class ObservationDelay(Perturbation, gym.Wrapper):
-    """The agent sees the observation of ``steps`` agent steps earlier.
+    """The agent sees the observation of ``steps`` agent steps earlier, whole (an image:
+    the earlier frame exactly, see :func:`held_frame`).
 
     ``reset`` returns the fresh observation; until ``steps`` steps have passed, ``step``
     returns the reset observation (the oldest one there is). Gymnasium's
@@ -38,20 +46,23 @@ class ObservationDelay(Perturbation, gym.Wrapper):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, info = super().reset(seed=seed, options=options)
         self._queue.clear()
-        self._queue.extend([obs] * (self.steps + 1))
+        self._queue.extend([held_frame(obs)] * (self.steps + 1))
         return obs, info
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self._queue.append(obs)
+        self._queue.append(held_frame(obs))
         return self._queue[0], reward, terminated, truncated, info
 
 
 class ObservationNoise(Perturbation, gym.Wrapper):
     """I.i.d. Gaussian noise of std ``sigma`` added to every step observation.
 
-    The reset observation is clean; values are not clipped to the observation space
-    (a real sensor's noise isn't). Gymnasium has no such wrapper for state observations.
+    The reset observation is clean. Float observations get noise in their own units, not
+    clipped to the observation space (a real sensor's noise isn't); integer ones (images)
+    get ``sigma`` x the space's range, rounded and clipped, keeping dtype and bounds (the
+    rule and why: :func:`noisy_observation`). Gymnasium has no such wrapper for state
+    observations.
 
     >>> import gymnasium as gym
     >>> env = ObservationNoise(gym.make("CartPole-v1"), sigma=0.1)
@@ -68,14 +79,16 @@ class ObservationNoise(Perturbation, gym.Wrapper):
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return noisy_observation(obs, self.sigma, self.rng), reward, terminated, truncated, info
+        noisy = noisy_observation(obs, self.sigma, self.rng, self.observation_space)
+        return noisy, reward, terminated, truncated, info
 
 
 class DroppedObservation(Perturbation, gym.Wrapper):
     """Dropped sensor frames: with probability ``p`` a step's observation is lost.
 
-    The agent then sees the last observation it did get (the observation stays
-    frozen). The reset observation always arrives.
+    The agent then sees the last observation it did get, whole (the observation stays
+    frozen; an image: the last frame exactly, see :func:`held_frame`). The reset
+    observation always arrives.
 
     >>> import gymnasium as gym
     >>> env = DroppedObservation(gym.make("CartPole-v1"), p=0.5)
@@ -90,11 +103,11 @@ class DroppedObservation(Perturbation, gym.Wrapper):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, info = super().reset(seed=seed, options=options)
-        self._last = obs
+        self._last = held_frame(obs)
         return obs, info
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self.rng.random() >= self.p:
-            self._last = obs
+            self._last = held_frame(obs)
         return self._last, reward, terminated, truncated, info

@@ -18,6 +18,7 @@ from .base import (
     _int_arg,
     _noisy_action,
     _require_box_obs,
+    held_frame,
     hold,
     noisy_observation,
 )
@@ -149,7 +150,7 @@ class Scheduled(Perturbation, gym.Wrapper):
         self._obs_rng, self._act_rng = self.rng.spawn(2)
         self.agent_step = 0
         self._history.clear()
-        self._history.append(obs)
+        self._history.append(held_frame(obs))
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -160,8 +161,9 @@ class Scheduled(Perturbation, gym.Wrapper):
                                    self._value("action_noise", t), self._act_rng, aligned=True)
         obs, total, terminated, truncated, info = hold(self.env, action, self._value("speed", t))
         if "obs_noise" in self._tables:
-            obs = noisy_observation(obs, self._value("obs_noise", t), self._obs_rng)
-        self._history.append(self._history[-1] if self._value("dropped", t) else obs)
+            obs = noisy_observation(obs, self._value("obs_noise", t), self._obs_rng,
+                                    self.observation_space)
+        self._history.append(self._history[-1] if self._value("dropped", t) else held_frame(obs))
         delay = min(self._value("delay", t), len(self._history) - 1)
         return self._history[-1 - delay], total, terminated, truncated, info
 

@@ -1,0 +1,104 @@
+"""What an agent needs of the env it is audited on: the keyword arguments and wrappers it
+was trained with (an rl-baselines3-zoo folder's ``env_kwargs`` and ``env_wrapper``).
+
+They belong to the env, not to the agent: the audit applies them to every env it makes,
+the random reference's too, under the perturbations (the zoo wraps ``gym.make(id)``
+before anything else, and perturbations disturb the env as trained).
+
+>>> needs = EnvNeeds(wrappers=(("gymnasium.wrappers.TimeAwareObservation", {}),))
+>>> needs.apply("CartPole-v1").make().observation_space.shape
+(5,)
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from ...errors import AgentWarning, PolicyError
+from ..envs import AuditEnv, EnvLike, env_spec
+
+__all__ = ["EnvNeeds", "import_wrapper"]
+
+#: Wrapper modules of the zoo's older layouts and where they live now.
+_MOVED = {"utils.wrappers": "rl_zoo3.wrappers"}
+
+
+def import_wrapper(name: str) -> type:
+    """The wrapper class ``package.module.Class`` a zoo config names (``env_wrapper``).
+
+    >>> import_wrapper("gymnasium.wrappers.TimeAwareObservation").__name__
+    'TimeAwareObservation'
+    """
+    module_name, _, attribute = str(name).rpartition(".")
+    candidates = [module_name, _MOVED[module_name]] if module_name in _MOVED else [module_name]
+    errors = []
+    for candidate in candidates:
+        try:
+            return getattr(importlib.import_module(candidate), attribute)
+        except (ImportError, AttributeError, ValueError) as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+    raise PolicyError(
+        f"the agent was trained with the env wrapper {name!r}, which cannot be imported here "
+        f"({'; '.join(errors)}); install the package that provides it (rl_zoo3's wrappers: "
+        "pip install rl_zoo3), since the agent expects the observations it makes"
+    )
+
+
+@dataclass(frozen=True)
+class EnvNeeds:
+    """The env id an agent was trained on, and the ``gymnasium.make`` keyword arguments
+    and wrappers (importable names with their keyword arguments) it expects."""
+
+    trained_on: str | None = None
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    wrappers: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, _ in self.wrappers:
+            import_wrapper(name)  # fail at load time, not in the first rollout
+
+    def wrap(self, env: gym.Env) -> gym.Env:
+        """``env`` inside the wrappers, innermost first."""
+        for name, kwargs in self.wrappers:
+            env = import_wrapper(name)(env, **dict(kwargs))
+        return env
+
+    def apply(self, env: EnvLike) -> AuditEnv:
+        """``env`` as an :class:`AuditEnv` with the keyword arguments and wrappers applied
+        (once: an AuditEnv they were applied to is returned as it is).
+
+        Keyword arguments need an id or ``EnvSpec`` to pass to ``gymnasium.make``; with a
+        factory they are named in an :class:`~pytest_rlaudit.errors.AgentWarning` instead.
+        An env other than the one the agent was trained on is a warning, not an error
+        (``LunarLander-v3`` for a zoo folder of ``LunarLander-v2``).
+        """
+        spec = env_spec(env)
+        if spec.needs == self:
+            return spec
+        self._note_other_env(spec.name)
+        if self.env_kwargs:
+            if spec.source is not None:
+                spec = env_spec(spec.source, **dict(self.env_kwargs))
+            else:
+                warnings.warn(AgentWarning(
+                    f"the agent was trained with env_kwargs {dict(self.env_kwargs)}, which cannot "
+                    f"be passed to the env factory {spec.name!r}: make sure it builds the env with "
+                    "them"), stacklevel=3)
+        inner = spec
+        factory = (lambda: self.wrap(inner.make())) if self.wrappers else inner.factory
+        return AuditEnv(inner.name, factory, source=inner.source, needs=self)
+
+    def _note_other_env(self, audited: str) -> None:
+        if not self.trained_on or audited == self.trained_on or audited not in gym.registry:
+            return
+        same = audited.split("-v")[0] == self.trained_on.split("-v")[0]
+        warnings.warn(AgentWarning(
+            f"the agent was trained on {self.trained_on} and is audited on {audited}"
+            + (" (another version of the same env: fine when only the version number moved)"
+               if same else ": make sure that is the env you mean")), stacklevel=3)

@@ -1,0 +1,173 @@
+"""What an agent does to observations before its network sees them: VecNormalize
+statistics and frame stacks, as policies wrapping the policy they feed.
+
+They sit on the agent's side of the perturbations, as in deployment: a noisy or stale
+sensor frame is normalised and stacked like any other. The order is the
+rl-baselines3-zoo's (``create_test_env``): normalise each frame, then stack, so a
+``VecNormalize`` saved in training holds the statistics of one frame.
+
+>>> import numpy as np
+>>> from gymnasium import spaces
+>>> from pytest_rlaudit.world.agents import as_policy
+>>> first = as_policy(lambda obs: obs[:, 0].astype(np.int64))   # the oldest stacked value
+>>> policy = FrameStackPolicy(first, 3)
+>>> policy.bind(spaces.Box(0, 9, (1,)), spaces.Discrete(10))
+>>> policy.act(np.array([[7.0]]), [policy.initial_state(np.random.SeedSequence(0))])[0]
+array([0])
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ...errors import PolicyError
+from .base import BasePolicy, Policy
+from .pickles import unpickle
+
+__all__ = ["PolicyWrapper", "NormalizedPolicy", "FrameStackPolicy", "load_vec_normalize",
+           "stacked_space", "STATS_FILES"]
+
+
+class PolicyWrapper(BasePolicy):
+    """A policy around another one: binding, resets and episode state pass through, and
+    attributes it does not have are read from the wrapped policy (``.model`` of an SB3
+    agent, ``.env_needs``), as gymnasium wrappers once forwarded theirs."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.name = getattr(policy, "name", type(policy).__name__)
+        self.stateful = bool(getattr(policy, "stateful", False))
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "policy":  # not set yet (unpickling): never recurse
+            raise AttributeError(name)
+        return getattr(self.policy, name)
+
+    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        super().bind(observation_space, action_space)
+        if hasattr(self.policy, "bind"):
+            self.policy.bind(observation_space, action_space)
+
+    def initial_state(self, seed: np.random.SeedSequence) -> Any:
+        return self.policy.initial_state(seed)
+
+    def reset(self) -> None:
+        self.policy.reset()
+
+    def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
+        return self.policy.act(obs, states)
+
+
+#: The names VecNormalize statistics are saved under: the zoo's, and the Hub's.
+STATS_FILES = ("vecnormalize.pkl", "vec_normalize.pkl")
+
+
+def _stats_file(path: Path) -> Path:
+    """``path``, or for a folder (a zoo run) the one statistics file in it or one level down."""
+    if not path.is_dir():
+        return path
+    found = [f for pattern in STATS_FILES for f in (*path.glob(pattern), *path.glob(f"*/{pattern}"))]
+    if len(found) != 1:
+        raise PolicyError(
+            f"VecNormalize folder {str(path)!r} holds "
+            + (f"several statistics files ({', '.join(map(str, found))})" if found
+               else "no vecnormalize.pkl") + "; pass the file itself")
+    return found[0]
+
+
+def load_vec_normalize(vec_normalize: Any) -> Any:
+    """A ``VecNormalize`` as given, or read from the path of one saved with ``.save()``
+    (under old ``gym`` too), with training and reward normalisation off."""
+    loaded = vec_normalize
+    if not hasattr(loaded, "normalize_obs"):
+        loaded = unpickle(_stats_file(Path(vec_normalize)), "VecNormalize")
+        if not hasattr(loaded, "normalize_obs"):
+            raise PolicyError(f"{str(vec_normalize)!r} does not hold a VecNormalize "
+                              f"(got {type(loaded).__name__})")
+    # As the zoo's enjoy: the statistics stay as trained, rewards are the env's own.
+    loaded.training = False
+    loaded.norm_reward = False
+    return loaded
+
+
+class NormalizedPolicy(PolicyWrapper):
+    """Observations normalised with a ``VecNormalize``'s statistics before ``policy``."""
+
+    def __init__(self, policy: Policy, vec_normalize: Any) -> None:
+        super().__init__(policy)
+        self.vec_normalize = load_vec_normalize(vec_normalize)
+
+    def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
+        return self.policy.act(self.vec_normalize.normalize_obs(obs), states)
+
+
+def _stack_axis(space: spaces.Box) -> int:
+    """SB3's ``VecFrameStack`` rule: channel-first images stack on their first axis,
+    everything else (channel-last images, vectors) on the last."""
+    shape = space.shape
+    is_image = len(shape) == 3 and space.dtype == np.uint8
+    return 0 if is_image and int(np.argmin(shape)) == 0 else len(shape) - 1
+
+
+def stacked_space(space: spaces.Space, n_stack: int) -> spaces.Box:
+    """The observation space of ``n_stack`` stacked frames of ``space``.
+
+    >>> stacked_space(spaces.Box(0, 255, (8, 8, 3), dtype=np.uint8), 4).shape
+    (8, 8, 12)
+    """
+    if not isinstance(space, spaces.Box):
+        raise PolicyError(f"frame_stack needs array observations (a Box space); this env "
+                          f"gives {space}")
+    axis = _stack_axis(space)
+    return spaces.Box(np.repeat(space.low, n_stack, axis=axis),
+                      np.repeat(space.high, n_stack, axis=axis), dtype=space.dtype)
+
+
+class FrameStackPolicy(PolicyWrapper):
+    """The last ``n_stack`` observations, stacked as SB3's ``VecFrameStack`` stacks them
+    (zeros before the episode's first frame, the newest frame last), fed to ``policy``.
+
+    Stateful: each episode keeps its own stack, so an action never depends on other
+    episodes sharing the call.
+    """
+
+    def __init__(self, policy: Policy, n_stack: int) -> None:
+        super().__init__(policy)
+        if isinstance(n_stack, bool) or not isinstance(n_stack, (int, np.integer)) or n_stack < 1:
+            raise PolicyError(f"frame_stack must be an integer >= 1, got {n_stack!r}")
+        self.n_stack = int(n_stack)
+        self.stateful = True
+        self._axis = 0
+
+    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        stacked = stacked_space(observation_space, self.n_stack)
+        self._axis = _stack_axis(observation_space)
+        BasePolicy.bind(self, observation_space, action_space)
+        if hasattr(self.policy, "bind"):
+            self.policy.bind(stacked, action_space)
+
+    def initial_state(self, seed: np.random.SeedSequence) -> Any:
+        inner = self.policy.initial_state(seed) if self.policy.stateful else None
+        return (None, inner)  # the stack is made from the episode's first frame
+
+    def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any]]:
+        assert states is not None
+        axis = self._axis
+        width = obs.shape[1 + axis]
+        stacks = []
+        for row, (stack, _) in zip(obs, states, strict=True):
+            if stack is None:
+                shape = list(row.shape)
+                shape[axis] *= self.n_stack
+                stack = np.zeros(shape, dtype=row.dtype)
+            stacks.append(np.concatenate(
+                [np.take(stack, range(width, stack.shape[axis]), axis=axis), row], axis=axis))
+        batch = np.stack(stacks)
+        inner = [s[1] for s in states] if self.policy.stateful else None
+        actions, inner = self.policy.act(batch, inner)
+        return actions, [(stack, inner[i] if inner is not None else None)
+                         for i, stack in enumerate(stacks)]

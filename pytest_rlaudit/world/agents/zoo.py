@@ -1,0 +1,188 @@
+"""Saved runs: an rl-baselines3-zoo experiment folder, a Hugging Face Hub download, or a
+model ``.zip`` with its statistics beside it, read the way the zoo's ``enjoy`` reads them.
+
+Layouts (``<Env>`` is the env id the agent was trained on):
+
+- zoo: ``logs/<algo>/<Env>_<n>/<Env>.zip`` with ``<Env>/config.yml`` (hyperparameters:
+  ``normalize``, ``frame_stack``, ``env_wrapper``), ``<Env>/args.yml`` (``algo``, ``env``,
+  ``env_kwargs``) and ``<Env>/vecnormalize.pkl``;
+- Hub (huggingface_sb3 / ``rl_zoo3.push_to_hub``): one folder holding ``<algo>-<Env>.zip``,
+  ``config.yml``, ``args.yml``, ``env_kwargs.yml`` and ``vec_normalize.pkl``;
+- a bare ``.zip``, with ``vecnormalize.pkl`` (or ``vec_normalize.pkl``) beside it if it
+  was trained with VecNormalize.
+
+A folder or the ``.zip`` inside one are read alike.
+
+>>> run = read_saved_run("tests/data/zoo/a2c/Pendulum-v1_1")  # doctest: +SKIP
+>>> run.algo, run.needs.trained_on, run.vec_normalize.name     # doctest: +SKIP
+('A2C', 'Pendulum-v1', 'vecnormalize.pkl')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..._optional import require
+from ...errors import PolicyError
+from .needs import EnvNeeds
+from .preprocess import STATS_FILES
+from .sb3 import canonical_algo
+
+__all__ = ["SavedRun", "read_saved_run", "read_yaml"]
+
+_NOT_MODELS = ("train_eval_metrics.zip",)  # the Hub's zipped training logs
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """A zoo ``.yml`` file as a dict. The zoo writes ``OrderedDict`` objects with a Python
+    tag; this reads that tag (and tuples) and nothing else that would run code, since a
+    downloaded folder is not trusted code."""
+    yaml = require("yaml", "reading an rl-baselines3-zoo folder")
+
+    class _ZooLoader(yaml.SafeLoader):
+        pass
+
+    def ordered_dict(loader: Any, node: Any) -> dict[str, Any]:
+        pairs = loader.construct_sequence(node.value[0], deep=True) if node.value else []
+        return {key: value for key, value in pairs}
+
+    _ZooLoader.add_constructor(
+        "tag:yaml.org,2002:python/object/apply:collections.OrderedDict", ordered_dict)
+    _ZooLoader.add_constructor(
+        "tag:yaml.org,2002:python/tuple",
+        lambda loader, node: tuple(loader.construct_sequence(node, deep=True)))
+    try:
+        loaded = yaml.load(path.read_text(), Loader=_ZooLoader)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"cannot read {str(path)!r} ({exc})") from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise PolicyError(f"{str(path)!r} holds a {type(loaded).__name__}, not a mapping")
+    return loaded
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """One trained agent on disk: its model file, the algorithm when the folder says it,
+    VecNormalize statistics, the frame stack and what it needs of its env."""
+
+    model: Path
+    algo: str | None = None
+    vec_normalize: Path | None = None
+    frame_stack: int = 0
+    needs: EnvNeeds = field(default_factory=EnvNeeds)
+    label: str = ""
+
+
+def _config_dir(folder: Path, model: Path | None) -> Path | None:
+    """Where config.yml / args.yml are: ``<Env>/`` beside the zip (zoo) or the folder."""
+    if model is not None and (folder / model.stem).is_dir():
+        return folder / model.stem
+    subdirs = [d for d in folder.iterdir() if d.is_dir() and (d / "config.yml").is_file()]
+    if model is None and len(subdirs) == 1:
+        return subdirs[0]
+    if (folder / "config.yml").is_file() or (folder / "args.yml").is_file():
+        return folder
+    return None
+
+
+def _model_in(folder: Path) -> Path:
+    zips = sorted(z for z in folder.glob("*.zip") if z.name not in _NOT_MODELS)
+    config = _config_dir(folder, None)
+    if config is not None and config != folder and (folder / f"{config.name}.zip").is_file():
+        return folder / f"{config.name}.zip"  # the zoo's final model, not best_model.zip
+    if len(zips) == 1:
+        return zips[0]
+    if not zips:
+        raise PolicyError(f"agent folder {str(folder)!r} holds no model .zip; pass the model file")
+    raise PolicyError(
+        f"agent folder {str(folder)!r} holds several models ({', '.join(z.name for z in zips)}); "
+        "pass the one to audit"
+    )
+
+
+def _algo_of(args: dict[str, Any], folder: Path, model: Path, zoo: bool) -> str | None:
+    """The algorithm the folder names: args.yml's ``algo``, else the zoo's ``<algo>/``
+    folder or the Hub's ``<algo>-<Env>.zip``; None leaves it to the model file."""
+    candidates = [args.get("algo"), folder.parent.name if zoo else None,
+                  model.stem.split("-")[0] if "-" in model.stem else None]
+    for candidate in candidates:
+        if candidate:
+            try:
+                return canonical_algo(str(candidate))
+            except PolicyError:
+                continue
+    return None
+
+
+def _trained_on(args: dict[str, Any], folder: Path, config: Path | None) -> str | None:
+    if args.get("env"):
+        return str(args["env"])
+    if config is not None and config != folder:
+        return config.name
+    match = re.fullmatch(r"(.+-v\d+)_\d+", folder.name)
+    return match.group(1) if match else None
+
+
+def _wrappers(spec: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The zoo's ``env_wrapper`` forms: a name, a {name: kwargs} dict, or a list of them."""
+    if spec is None:
+        return ()
+    out = []
+    for item in spec if isinstance(spec, list) else [spec]:
+        if isinstance(item, dict):
+            if len(item) != 1:
+                raise PolicyError(f"env_wrapper entry {item!r} must name one wrapper")
+            (name, kwargs), = item.items()
+            out.append((str(name), dict(kwargs or {})))
+        else:
+            out.append((str(item), {}))
+    return tuple(out)
+
+
+def read_saved_run(path: str | Path) -> SavedRun:
+    """Read the saved run at ``path`` (a folder or a model ``.zip``; see the module
+    docstring for the layouts)."""
+    path = Path(path)
+    if not path.exists():
+        raise PolicyError(f"agent path {str(path)!r} does not exist")
+    model = _model_in(path) if path.is_dir() else path
+    folder = model.parent
+    config_dir = _config_dir(folder, model)
+    hyper = read_yaml(config_dir / "config.yml") if config_dir and (
+        config_dir / "config.yml").is_file() else {}
+    args = read_yaml(config_dir / "args.yml") if config_dir and (
+        config_dir / "args.yml").is_file() else {}
+    env_kwargs = args.get("env_kwargs") or {}
+    if config_dir and (config_dir / "env_kwargs.yml").is_file():
+        env_kwargs = read_yaml(config_dir / "env_kwargs.yml") or env_kwargs
+    if hyper.get("vec_env_wrapper"):
+        raise PolicyError(
+            f"{str(model)!r} was trained with vec_env_wrapper {hyper['vec_env_wrapper']!r}, which "
+            "pytest-rlaudit cannot apply yet; wrap the agent yourself as a Policy"
+        )
+    places = [d for d in (config_dir, folder) if d is not None]
+    stats = next((d / name for d in places for name in STATS_FILES if (d / name).is_file()), None)
+    if hyper:  # a saved config decides, as in the zoo; a bare zip takes the stats beside it
+        if hyper.get("normalize") and stats is None:
+            raise PolicyError(
+                f"{str(model)!r} was trained with VecNormalize (normalize: {hyper['normalize']!r} "
+                f"in its config.yml) but no vecnormalize.pkl is beside it in {str(config_dir)!r}; "
+                "without the statistics the agent sees unscaled observations"
+            )
+        if not hyper.get("normalize"):
+            stats = None
+    zoo = config_dir is not None and config_dir != folder
+    return SavedRun(
+        model=model,
+        algo=_algo_of(args, folder, model, zoo),
+        vec_normalize=stats,
+        frame_stack=int(hyper.get("frame_stack") or 0),
+        needs=EnvNeeds(trained_on=_trained_on(args, folder, config_dir),
+                       env_kwargs=dict(env_kwargs), wrappers=_wrappers(hyper.get("env_wrapper"))),
+        label=folder.name if zoo else model.name,
+    )
