@@ -88,19 +88,22 @@ def check_beats_random(agent: str, nominal: Sequence[float] | np.ndarray,
     """
     if agent == "random":
         return
-    nominal = np.asarray(nominal, dtype=float)
-    random = np.asarray(random, dtype=float)[: len(nominal)]
+    # Adaptive runs add nominal episodes beyond those the random policy ran: the first
+    # episodes, which both have, decide.
+    n = min(len(nominal), len(random))
+    nominal = np.asarray(nominal, dtype=float)[:n]
+    random = np.asarray(random, dtype=float)[:n]
     advantage = nominal - random
     mean = float(np.mean(advantage))
     noise = float(np.std(advantage, ddof=1) / np.sqrt(len(advantage))) if len(advantage) > 1 else 0.0
     if mean > noise:
         return
     causes = "".join(f"\n  - {cause}" for cause in USUAL_CAUSES)
-    how = ("no better than" if mean <= 0 else
-           f"not clearly better than (its lead, {fixed(mean, 1)}, is within one standard error, "
-           f"{fixed(noise, 1)}, of")
+    how = ("does no better than random actions" if mean <= 0 else
+           f"is not clearly better than random actions (its lead, {fixed(mean, 1)}, is within "
+           f"one standard error, {fixed(noise, 1)})")
     raise MisloadedAgentError(
-        f"agent {agent} does {how} random actions{')' if mean > 0 else ''}: nominal mean return "
+        f"agent {agent} {how}: nominal mean return "
         f"{fixed(float(np.mean(nominal)), 1)} against {fixed(float(np.mean(random)), 1)} for a "
         f"uniform random policy on the same {len(nominal)} episode seeds, so a robustness ratio "
         "would measure nothing. Agents that load but do this badly usually miss something they "

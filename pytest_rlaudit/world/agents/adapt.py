@@ -72,15 +72,18 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
     """A saved run (zoo folder, Hub download, model zip) as a policy."""
     from .zoo import read_saved_run
 
+    label = None
     if text.startswith(HUB_PREFIX):
         from .hub import download
 
-        text = str(download(text[len(HUB_PREFIX):]))
+        label = text[len(HUB_PREFIX):]
+        text = str(download(label))
     run = read_saved_run(text)
+    label = label or run.label
     stack = run.frame_stack if frame_stack is None else frame_stack
     model = load_sb3(run.model, algo or run.algo,
                      spaces_of_env=_spaces_of(env, run.needs, stack))
-    name = options.pop("name") or f"{type(model).__name__}({run.label})"
+    name = options.pop("name") or f"{type(model).__name__}({label})"
     stats = run.vec_normalize if isinstance(vec_normalize, str) and vec_normalize == "auto" \
         else vec_normalize
     policy = _preprocessed(SB3Policy(model, name=name, **options), stats, stack)

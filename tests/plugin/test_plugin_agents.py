@@ -1,0 +1,68 @@
+"""Real agents from the command line: a zoo folder as --rl-agent, with --rl-vec-normalize,
+--rl-stochastic and --rl-agent-name; a mis-loaded agent stops with the usual causes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import hypothesis  # noqa: F401
+import pytest
+
+import pytest_rlaudit.reports.summary  # noqa: F401  (see _loaded_outside_pytester)
+import pytest_rlaudit.verdicts.assertions  # noqa: F401
+from pytest_rlaudit.world.agents import as_policy
+
+PENDULUM_RUN = Path(__file__).parents[1] / "data" / "zoo" / "a2c" / "Pendulum-v1_1"
+ZERO_CONFIG = ("--rl-audit", "--rl-agent", str(PENDULUM_RUN), "--rl-env", "Pendulum-v1",
+               "--rl-episodes", "3", "--rl-scenarios", "obs_noise", "--rl-reference", "random",
+               "-p", "no:cacheprovider")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _loaded_outside_pytester():
+    """Load the agent (and the audit's modules, above) once before any in-process run:
+    pytester drops the modules a run imports when it ends, torch (whose model loading
+    imports more of it) does not survive being imported twice in one process, and a
+    Scenario class imported afresh is not the one the plugin already holds."""
+    as_policy(PENDULUM_RUN)
+
+
+def _results(pytester: pytest.Pytester) -> list[dict]:
+    return json.loads((pytester.path / "out" / "summary.json").read_text())["results"]
+
+
+def test_a_zoo_folder_is_audited_from_the_command_line(pytester: pytest.Pytester):
+    result = pytester.runpytest(*ZERO_CONFIG, "--rl-report", "out")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*A2C(Pendulum-v1_1)*Pendulum-v1*obs_noise*"])
+    (record,) = _results(pytester)
+    assert max(record["nominal_returns"]) > -400  # with its stats: it swings the pendulum up
+
+
+def test_without_its_stats_the_run_says_the_agent_does_no_better_than_random(
+        pytester: pytest.Pytester):
+    result = pytester.runpytest(*ZERO_CONFIG, "--rl-vec-normalize", "none")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "random actions" in out and "VecNormalize statistics missing" in out
+    assert "--rl-reference random (or" not in out  # no hint to set what is already set
+
+
+def test_rl_vec_normalize_takes_the_file_and_rl_agent_name_labels_it(pytester: pytest.Pytester):
+    stats = PENDULUM_RUN / "Pendulum-v1" / "vecnormalize.pkl"
+    result = pytester.runpytest(*ZERO_CONFIG, "--rl-vec-normalize", str(stats),
+                                "--rl-agent-name", "swing-up", "--rl-report", "out")
+    result.assert_outcomes(passed=1)
+    (record,) = _results(pytester)
+    assert record["agent"] == "swing-up"
+
+
+def test_rl_stochastic_samples_actions_reproducibly(pytester: pytest.Pytester):
+    def nominal(*extra: str) -> list[float]:
+        pytester.runpytest(*ZERO_CONFIG, "--rl-report", "out", *extra).assert_outcomes(passed=1)
+        return _results(pytester)[0]["nominal_returns"]
+
+    deterministic, sampled = nominal(), nominal("--rl-stochastic")
+    assert sampled != deterministic
+    assert nominal("--rl-stochastic") == sampled
