@@ -9,7 +9,7 @@ from pathlib import Path
 import hypothesis  # noqa: F401
 import pytest
 
-import pytest_rlaudit.reports.summary  # noqa: F401  (see _loaded_outside_pytester)
+import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions  # noqa: F401
 from pytest_rlaudit.world.agents import as_policy
 

@@ -11,11 +11,9 @@ Layouts (``<Env>`` is the env id the agent was trained on):
 - a bare ``.zip``, with ``vecnormalize.pkl`` (or ``vec_normalize.pkl``) beside it if it
   was trained with VecNormalize.
 
-A folder or the ``.zip`` inside one are read alike.
-
->>> run = read_saved_run("tests/data/zoo/a2c/Pendulum-v1_1")  # doctest: +SKIP
->>> run.algo, run.needs.trained_on, run.vec_normalize.name     # doctest: +SKIP
-('A2C', 'Pendulum-v1', 'vecnormalize.pkl')
+A folder or the ``.zip`` inside one are read alike. For example, in this repository,
+``read_saved_run("tests/data/zoo/a2c/Pendulum-v1_1")`` gives algorithm ``"A2C"``, trained on
+``"Pendulum-v1"``, with ``Pendulum-v1/vecnormalize.pkl``.
 """
 
 from __future__ import annotations
