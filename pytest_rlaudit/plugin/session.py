@@ -129,8 +129,12 @@ class AuditSession:
     def default_env(self) -> Any:
         """--rl-env as an AuditEnv (what an agent needs of it is applied when it is run)."""
         if not self.settings.env:
+            needs = getattr(self.default_agent(), "env_needs", None) if self.settings.agent else None
+            trained_on = getattr(needs, "trained_on", None)
             pytest.fail("no env to audit on: pass --rl-env ID (or set rl_env in the ini "
-                        "file), or override the rl_env fixture in conftest.py", pytrace=False)
+                        "file), or override the rl_env fixture in conftest.py"
+                        + (f"; the agent was trained on {trained_on}" if trained_on else ""),
+                        pytrace=False)
         if self._default_env is None:
             from ..world.envs import env_spec
 
@@ -190,9 +194,11 @@ class AuditSession:
         try:
             check = self._check(policy, spec, scenario, gate, episodes)
         except ReferenceScoreError as exc:
+            # The reference is a number here (below "random", the agent-beats-random check
+            # speaks first): name the option that sets it.
             raise ReferenceScoreError(
                 f"{exc} From pytest: --rl-reference random (or rl_reference = random in the "
-                "ini file), or --rl-reference <number>.") from None
+                "ini file), or a --rl-reference below the nominal return.") from None
         from ..auditing.records import record_of
 
         record = record_of(item.nodeid, check, gate)

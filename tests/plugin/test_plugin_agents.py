@@ -66,3 +66,19 @@ def test_rl_stochastic_samples_actions_reproducibly(pytester: pytest.Pytester):
     deterministic, sampled = nominal(), nominal("--rl-stochastic")
     assert sampled != deterministic
     assert nominal("--rl-stochastic") == sampled
+
+
+def test_without_an_env_the_message_names_the_one_the_agent_was_trained_on(
+        pytester: pytest.Pytester):
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.rl_scenario("delay")
+        def test_delay(rl_audit):
+            rl_audit()
+    """)
+    result = pytester.runpytest("--rl-audit", "--rl-agent", str(PENDULUM_RUN), "-p",
+                                "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no env to audit on: pass --rl-env ID*"
+                                 "the agent was trained on Pendulum-v1*"])
