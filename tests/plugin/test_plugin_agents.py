@@ -14,7 +14,9 @@ import pytest_rlaudit.verdicts.assertions  # noqa: F401
 from pytest_rlaudit.world.agents import as_policy
 
 PENDULUM_RUN = Path(__file__).parents[1] / "data" / "zoo" / "a2c" / "Pendulum-v1_1"
-ZERO_CONFIG = ("--rl-audit", "--rl-agent", str(PENDULUM_RUN), "--rl-env", "Pendulum-v1",
+# Paths as --option=value: pytest 7 takes a separate value that looks like a path for a
+# path to test, and derives the rootdir from it.
+ZERO_CONFIG = ("--rl-audit", f"--rl-agent={PENDULUM_RUN}", "--rl-env", "Pendulum-v1",
                "--rl-episodes", "3", "--rl-scenarios", "obs_noise", "--rl-reference", "random",
                "-p", "no:cacheprovider")
 
@@ -51,7 +53,7 @@ def test_without_its_stats_the_run_says_the_agent_does_no_better_than_random(
 
 def test_rl_vec_normalize_takes_the_file_and_rl_agent_name_labels_it(pytester: pytest.Pytester):
     stats = PENDULUM_RUN / "Pendulum-v1" / "vecnormalize.pkl"
-    result = pytester.runpytest(*ZERO_CONFIG, "--rl-vec-normalize", str(stats),
+    result = pytester.runpytest(*ZERO_CONFIG, f"--rl-vec-normalize={stats}",
                                 "--rl-agent-name", "swing-up", "--rl-report", "out")
     result.assert_outcomes(passed=1)
     (record,) = _results(pytester)
@@ -77,7 +79,7 @@ def test_without_an_env_the_message_names_the_one_the_agent_was_trained_on(
         def test_delay(rl_audit):
             rl_audit()
     """)
-    result = pytester.runpytest("--rl-audit", "--rl-agent", str(PENDULUM_RUN), "-p",
+    result = pytester.runpytest("--rl-audit", f"--rl-agent={PENDULUM_RUN}", "-p",
                                 "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*no env to audit on: pass --rl-env ID*"
