@@ -386,3 +386,20 @@ def test_warnings_are_quiet_for_a_matching_env():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         env_for(as_policy(CARTPOLE_RUN), "CartPole-v1")
+
+
+def test_a_model_trained_with_vecnormalize_is_not_audited_without_its_stats(tmp_path):
+    shutil.copy(PENDULUM_RUN / "Pendulum-v1.zip", tmp_path / "agent.zip")  # no stats beside
+    with pytest.raises(PolicyError, match=r"agent\.zip' was trained inside a VecNormalize .*"
+                                          r"--rl-vec-normalize PATH"):
+        as_policy(tmp_path / "agent.zip")
+    assert isinstance(as_policy(tmp_path / "agent.zip", vec_normalize=None), SB3Policy)
+    assert isinstance(as_policy(tmp_path / "agent.zip", vec_normalize=PENDULUM_STATS),
+                      NormalizedPolicy)
+    model = as_policy(tmp_path / "agent.zip", vec_normalize=None).model
+    with pytest.raises(PolicyError, match=r"the A2C model was trained inside a VecNormalize"):
+        as_policy(model)
+
+
+def test_models_trained_without_vecnormalize_need_no_stats():
+    assert isinstance(as_policy(CARTPOLE_RUN / "CartPole-v1.zip"), SB3Policy)

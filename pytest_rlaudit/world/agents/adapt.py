@@ -15,7 +15,7 @@ from .base import Policy
 from .callables import CallablePolicy, RandomPolicy
 from .needs import EnvNeeds
 from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper, stacked_space
-from .sb3 import SB3Policy, _is_sb3, load_sb3
+from .sb3 import SB3Policy, _is_sb3, load_sb3, trained_with_vec_normalize
 from .torch import TorchPolicy, _is_torch_module
 
 __all__ = ["as_policy", "env_for"]
@@ -84,11 +84,26 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
     model = load_sb3(run.model, algo or run.algo,
                      spaces_of_env=_spaces_of(env, run.needs, stack))
     name = options.pop("name") or f"{type(model).__name__}({label})"
-    stats = run.vec_normalize if isinstance(vec_normalize, str) and vec_normalize == "auto" \
-        else vec_normalize
+    auto = isinstance(vec_normalize, str) and vec_normalize == "auto"
+    stats = run.vec_normalize if auto else vec_normalize
+    if auto and stats is None:
+        _check_no_stats_needed(model, repr(str(run.model)))
     policy = _preprocessed(SB3Policy(model, name=name, **options), stats, stack)
     policy.env_needs = run.needs
     return policy
+
+
+def _check_no_stats_needed(model: Any, what: str) -> None:
+    """Refuse to audit, without a word, a model trained with VecNormalize whose statistics
+    were not found: it would see unscaled observations and be rated on that."""
+    if trained_with_vec_normalize(model):
+        raise PolicyError(
+            f"{what} was trained inside a VecNormalize (its saved training state says so), but "
+            "no statistics were found beside it: without them it sees unscaled observations. "
+            "Pass them: vec_normalize=PATH or --rl-vec-normalize PATH (a zoo folder keeps them "
+            "as <Env>/vecnormalize.pkl); or vec_normalize=None / --rl-vec-normalize none if it "
+            "normalised rewards only"
+        )
 
 
 def _preprocessed(policy: Policy, vec_normalize: Any, frame_stack: int | None) -> Policy:
@@ -148,6 +163,8 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
         if isinstance(vec_normalize, str) and vec_normalize == "auto":
             get = getattr(agent, "get_vec_normalize_env", None)
             vec_normalize = get() if callable(get) else None
+            if vec_normalize is None:
+                _check_no_stats_needed(agent, f"the {type(agent).__name__} model")
         return _preprocessed(SB3Policy(agent, **sb3_options), vec_normalize, frame_stack)
     own_stats = None if isinstance(vec_normalize, str) and vec_normalize == "auto" else vec_normalize
     if _is_torch_module(agent):

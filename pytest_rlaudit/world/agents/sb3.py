@@ -22,7 +22,7 @@ from .base import BasePolicy
 from .pickles import gym_as_gymnasium
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads
 
-__all__ = ["SB3Policy", "load_sb3", "canonical_algo"]
+__all__ = ["SB3Policy", "load_sb3", "canonical_algo", "trained_with_vec_normalize"]
 
 _SB3_ALGOS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
 _CONTRIB_ALGOS = ("RecurrentPPO", "MaskablePPO", "QRDQN", "TQC", "TRPO", "ARS", "CrossQ")
@@ -278,6 +278,15 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
             + ("is algo right?" if given else "the env's spaces stood in for the pickled ones: is "
                "this the env it was trained on?" if why else "is it an intact SB3 model zip?")
         ) from exc
+
+
+def trained_with_vec_normalize(model: Any) -> bool:
+    """Whether an on-policy SB3 model was trained inside a ``VecNormalize``: SB3 keeps the
+    unnormalised last observation (``_last_original_obs``) only then, and saves it. (An
+    off-policy model keeps it always, so it tells nothing there.)"""
+    if type(model).__name__ in _OFF_POLICY:
+        return False
+    return getattr(model, "_last_original_obs", None) is not None
 
 
 def _is_sb3(obj: Any) -> bool:
