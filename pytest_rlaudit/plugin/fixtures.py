@@ -19,7 +19,9 @@ def _session(config: pytest.Config) -> Any:
 
 @pytest.fixture(scope="session")
 def rl_agent(pytestconfig: pytest.Config) -> Any:
-    """The agent under audit: --rl-agent (a .zip or module:attribute), loaded once.
+    """The agent under audit: --rl-agent (a .zip, a zoo folder, hf://org/repo or
+    module:attribute, with --rl-algo, --rl-vec-normalize, --rl-stochastic and
+    --rl-agent-name), loaded once.
 
     Override it in conftest.py to audit your own agent object.
     """
@@ -28,7 +30,9 @@ def rl_agent(pytestconfig: pytest.Config) -> Any:
 
 @pytest.fixture(scope="session")
 def rl_env(pytestconfig: pytest.Config) -> Any:
-    """The env under audit: --rl-env (a Gymnasium id). Override it in conftest.py."""
+    """The env under audit: --rl-env (a Gymnasium id). What the agent needs of it (a zoo
+    folder's env_kwargs and env_wrapper) is applied when an audit runs. Override it in
+    conftest.py."""
     return _session(pytestconfig).default_env()
 
 
