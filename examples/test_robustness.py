@@ -44,12 +44,23 @@ def test_ppo_tolerates_jitter_and_a_stale_sensor(rl_audit):
     rl_audit()
 
 
-@pytest.mark.rl_scenario("spike", "speed_5x", "obs_noise")
+@pytest.mark.rl_scenario("spike", "speed_5x")
 @pytest.mark.rl_threshold(min_rating="MILD")
-@pytest.mark.xfail(strict=True, reason="the bundled PPO was trained at one control rate and "
-                   "without sensor noise: a latency spike, a 5x slower loop or noisy "
-                   "observations knock it over (see the diagnosis in the rl audit section)")
-def test_ppo_breaks_under_spikes_slow_control_and_noise(rl_audit):
+@pytest.mark.xfail(strict=True, reason="the bundled PPO was trained at one control rate: a "
+                   "latency spike or a 5x slower loop knocks it over (see the diagnosis in "
+                   "the rl audit section)")
+def test_ppo_breaks_under_spikes_and_slow_control(rl_audit):
+    rl_audit()
+
+
+# obs_noise is sized by each observation's spread in the nominal episodes (sigma 0.1 = a
+# tenth of what it normally varies); scale="absolute" is the established timing audit's
+# noise, 0.1 in raw units: 16 times the pole angle's spread under this agent.
+@pytest.mark.rl_scenario("obs_noise", scale="absolute")
+@pytest.mark.rl_threshold(min_rating="MILD")
+@pytest.mark.xfail(strict=True, reason="the bundled PPO was trained without sensor noise: "
+                   "noise of 0.1 in raw units knocks it over")
+def test_ppo_breaks_under_raw_sensor_noise(rl_audit):
     rl_audit()
 
 

@@ -26,6 +26,8 @@ _EXPORTS = {
     "Scenario": "world.scenarios",
     "Schedule": "world.schedules",
     "find_breaking_schedule": "verdicts.falsify",
+    "tolerance": "auditing.curves",
+    "ToleranceCurve": "auditing.curves",
     "assert_robust": "verdicts.assertions",
     "check_robust": "verdicts.assertions",
     "assert_no_regression": "verdicts.regression",
@@ -56,6 +58,7 @@ __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import scenarios
+    from .auditing.curves import ToleranceCurve, tolerance
     from .auditing.diagnosis import Diagnosis
     from .auditing.results import AuditResult, ScenarioResult, audit
     from .errors import (

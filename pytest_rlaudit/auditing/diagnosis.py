@@ -49,8 +49,16 @@ class Diagnosis:
         return {"pattern": self.pattern, "cause": self.cause, "fix": self.fix}
 
 
+def _arg(value: Any) -> str:
+    """A parameter as the wrapper call shows it; a calibrated spread (one float per
+    observation element) to 3 significant digits, which is all a training setup needs."""
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, float) for v in value):
+        return "(" + ", ".join(f"{v:.3g}" for v in value) + ("," if len(value) == 1 else "") + ")"
+    return repr(value)
+
+
 def _call(name: str, params: dict[str, Any]) -> str:
-    args = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    args = ", ".join(f"{k}={_arg(v)}" for k, v in params.items())
     return f"{name}(env{', ' if args else ''}{args})"
 
 
@@ -65,6 +73,8 @@ class _Advice:
     fix: str = ""
     label: str | None = None
     timeline: bool = False
+    #: the fix for an agent that already normalises its observations (no advice it follows)
+    fix_normalized: str | None = None
 
 
 _SPIKE = ("a transient slowdown (a latency spike) pushes the system out of the region the "
@@ -99,6 +109,8 @@ _ADVICE: dict[Any, _Advice] = {
     P.ObservationNoise: _Advice(
         "the policy treats sensor noise as state and over-reacts to it",
         "train with {call}; normalise observations (VecNormalize) or filter the sensor",
+        fix_normalized="train with {call}; filter the sensor (observations are already "
+                       "normalised: scaling does not remove noise)",
     ),
     P.DroppedObservation: _Advice(
         "the policy relies on every frame arriving and acts on a frozen observation as if "
@@ -119,6 +131,18 @@ _ADVICE: dict[Any, _Advice] = {
         "the policy expects its actions to take effect immediately",
         "train with {call}, and let it see its pending actions (frame stacking of "
         "observations and past actions)",
+    ),
+    P.AdversarialObservation: _Advice(
+        "small, well-chosen observation errors flip the policy's decisions: its decision "
+        "boundaries lie close to the states it visits",
+        "train with {call} attached to the training agent (adversarial training) or with "
+        "ObservationNoise of the same size; prefer smoother policies (Lipschitz or "
+        "gradient penalties)",
+    ),
+    P.Push: _Advice(
+        "the policy never learned to recover from external shoves",
+        "train with {call} (random pushes in training, as legged-robot training does); audit "
+        "a smaller strength to find the margin",
     ),
     P.Dynamics: _Advice(
         "the policy is fitted to the nominal physics",
@@ -231,10 +255,13 @@ def diagnose(
     rating: str,
     parted: int = 0,
     reference: float = 0.0,
+    normalized: bool = False,
 ) -> Diagnosis | None:
     """The diagnosis of a scenario rated below PASS (None for PASS).
 
-    ``parting`` and ``parted`` come from :func:`parting_step` on the episode traces.
+    ``parting`` and ``parted`` come from :func:`parting_step` on the episode traces;
+    ``normalized``: the agent already normalises its observations (VecNormalize), so the
+    fix does not advise it.
     """
     if rating == "PASS":
         return None
@@ -253,7 +280,8 @@ def diagnose(
     advice = advice or _Advice(
         f"the agent was not trained under the {scenario.name!r} perturbation",
         "train with the scenario's wrapper: {call}")
-    cause, fix = advice.cause, advice.fix
+    cause, fix = advice.cause, (advice.fix_normalized if normalized and advice.fix_normalized
+                                else advice.fix)
     label = advice.label or getattr(scenario.perturbation, "__name__", scenario.name)
     call = _call(label, dict(scenario.params))
     name = scenario.name if schedule is None else f"{scenario.name} ({schedule.describe()})"

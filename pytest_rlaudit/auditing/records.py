@@ -4,7 +4,8 @@ A record travels on a pytest report (so it survives xdist's channel), fills
 ``summary.json``'s ``results``, is what ``--rl-save`` keeps and what ``--rl-compare``
 pairs. :data:`FIELDS` lists every field with its JSON types; :func:`validate` checks a
 record against it (baselines read from disk, records received from xdist workers);
-:func:`record_of` builds one from a robustness check. Adding a field is a change here.
+:func:`record_of` builds one from a robustness check, :func:`curve_record` from a tolerance
+curve. Adding a field is a change here.
 Standard library only: the plugin's controller reads records without the engine.
 
 >>> rec = {"nodeid": "t::x", "agent": "PPO", "env": "CartPole-v1", "scenario": "jitter",
@@ -26,7 +27,7 @@ from typing import Any
 
 from ..errors import RLAuditError
 
-__all__ = ["FIELDS", "REQUIRED", "RecordError", "validate", "record_of", "plain"]
+__all__ = ["FIELDS", "REQUIRED", "RecordError", "validate", "record_of", "curve_record", "plain"]
 
 _NUMBER = (int, float)
 _NONE = (type(None),)
@@ -64,6 +65,9 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "outcome": ((str,), "pytest's outcome: passed, failed, xfailed or xpassed"),
     "checks": ((int,), "assert_robust calls (or hypothesis examples) of the test"),
     "hypothesis": ((bool,), "whether the test is a hypothesis property test"),
+    "tolerance": ((dict, *_NONE), "null, or a tolerance curve's {param, default, min_ratio, "
+                  "tolerated, breaks_at, curve: [[value, ratio, ci_low, ci_high], ...]}; its "
+                  "record's numbers are the point at the scenario's own value"),
 }
 REQUIRED = ("nodeid", "agent", "env", "scenario", "seeds", "returns", "nominal_returns", "ratio")
 
@@ -97,13 +101,37 @@ def validate(rec: Any) -> dict[str, Any]:
 def record_of(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, Any]:
     """The record of ``check`` (a :class:`~pytest_rlaudit.verdicts.assertions.RobustnessCheck`)
     for the test ``nodeid``, gated by ``gate`` (None: reported only)."""
-    r = check.result
+    return _record(nodeid, check.result, check.nominal, agent=check.agent, env=check.env,
+                   seed=check.seed, reference=check.reference,
+                   reference_score=check.reference_score, confidence=check.level,
+                   thresholds=check.thresholds, gate=gate, passed=check.passed)
+
+
+def curve_record(nodeid: str, curve: Any, gate: dict[str, Any] | None,
+                 passed: bool) -> dict[str, Any]:
+    """The record of ``curve`` (a :class:`~pytest_rlaudit.auditing.curves.ToleranceCurve`
+    that tested the scenario's own value) for the test ``nodeid``: the numbers of that
+    point, as the scenario's single-point audit records them (its p-value Holm-adjusted
+    across the curve's values), with the curve in ``tolerance``. ``passed``: the verdict."""
+    audited = curve.result
+    rec = _record(nodeid, curve.at(curve.default), audited.nominal, agent=audited.agent,
+                  env=audited.env, seed=audited.seed, reference=curve.reference,
+                  reference_score=audited.reference, confidence=audited.confidence,
+                  thresholds=audited.thresholds, gate=gate, passed=passed)
+    rec["tolerance"] = curve.to_dict()
+    return rec
+
+
+def _record(nodeid: str, r: Any, nominal: Any, *, agent: str, env: str, seed: int,
+            reference: float | str, reference_score: float, confidence: float,
+            thresholds: Any, gate: dict[str, Any] | None, passed: bool) -> dict[str, Any]:
+    """A record of the scenario result ``r`` paired with the ``nominal`` one."""
     schedule = r.params.get("schedule")
-    t = check.thresholds
+    t = thresholds
     return {
         "nodeid": nodeid,
-        "agent": check.agent,
-        "env": check.env,
+        "agent": agent,
+        "env": env,
         "scenario": r.name,
         "category": r.category,
         "params": plain(dict(r.params)),
@@ -111,24 +139,24 @@ def record_of(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str,
             "description": schedule.describe(), "repr": repr(schedule),
             "timeline": schedule.to_dict()},
         "episodes": r.episodes,
-        "seed": int(check.seed),
+        "seed": int(seed),
         "seeds": [int(x) for x in r.seeds],
         "returns": [float(x) for x in r.returns],
-        "nominal_returns": ([] if check.nominal is None
-                            else [float(x) for x in check.nominal.returns]),
-        "reference": check.reference,
-        "reference_score": float(check.reference_score),
+        "nominal_returns": [] if nominal is None else [float(x) for x in nominal.returns],
+        "reference": reference,
+        "reference_score": float(reference_score),
         "mean_return": r.mean_return,
         "ratio": float(r.ratio),
         "ci_low": float(r.ci[0]),
         "ci_high": float(r.ci[1]),
-        "confidence": check.level,
+        "confidence": confidence,
         "p_value": None if r.p_value is None else float(r.p_value),
         "rating": r.rating,
         "diagnosis": None if r.diagnosis is None else r.diagnosis.to_dict(),
         "gate": gate,
-        "passed": bool(check.passed),
+        "passed": bool(passed),
         "thresholds": {"pass": t.pass_, "mild": t.mild, "degraded": t.degraded},
+        "tolerance": None,
     }
 
 

@@ -41,7 +41,7 @@ from ..stats import (
     ratio,
 )
 from ..world import scenarios as registry
-from ..world.agents import as_policy, env_for
+from ..world.agents import as_policy, env_for, normalizes
 from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
 from .diagnosis import Diagnosis, diagnose, parting_step
@@ -244,11 +244,13 @@ def summarise(
     intervals: dict[str, tuple[float, float]] | None = None,
     random: np.ndarray | None = None,
     agent: str = "under audit",
+    normalized: bool = False,
 ) -> tuple[ScenarioResult, dict[str, ScenarioResult]]:
     """Statistics of paired batches: ratios, intervals, Holm-adjusted p-values, ratings and
     diagnoses. ``intervals`` overrides the computed interval of a scenario (adaptive runs
     report the interval their stopping rule used). ``random``: a random policy's returns
-    on the same episodes, which the nominal ones must beat (:mod:`.reference`)."""
+    on the same episodes, which the nominal ones must beat (:mod:`.reference`);
+    ``normalized``: the agent normalises its observations (diagnoses do not advise it)."""
     if random is not None:
         check_beats_random(agent, nominal.returns, random)
     nominal_mean = float(np.mean(nominal.returns))
@@ -268,7 +270,8 @@ def summarise(
             parting, parted = parting_step(nominal.traces, b.traces, reference=reference)
             diagnosis = diagnose(s, nominal_env_steps=nominal.env_steps,
                                  perturbed_env_steps=b.env_steps, parting=parting,
-                                 parted=parted, ratio=r, rating=rated, reference=reference)
+                                 parted=parted, ratio=r, rating=rated, reference=reference,
+                                 normalized=normalized)
         results[s.name] = ScenarioResult(
             s.name, s.category, b.returns, b.lengths, b.env_steps, b.capped, b.seeds, r, ci,
             adjusted[s.name], rated, diagnosis, dict(s.params), b.traces)
@@ -316,17 +319,20 @@ def audit(
     thresholds = thresholds or DEFAULT_THRESHOLDS
     policy = as_policy(agent, env=env)
     spec = env_for(policy, env)
+    registry.check_applicable(chosen, spec.make)  # before any rollout, not after nominal
     name = getattr(policy, "name", type(policy).__name__)
     started = time.perf_counter()
     batches = run_episodes(policy, spec, [NOMINAL, *chosen], episodes, seed=seed,
                            batch_size=batch_size, max_steps=max_steps)
+    # as run: a scenario sized by the observations' spread with the spread calibrated
+    chosen = [s.with_params(**batches[s.name].params) for s in chosen]
     random = random_returns(spec, episodes, seed=seed, batch_size=batch_size,
                             max_steps=max_steps)
     ref = reference_score(reference, random)
     nominal, results = summarise(batches["nominal"], {s: batches[s.name] for s in chosen},
                                  reference=ref,
                                  confidence=confidence, seed=seed, thresholds=thresholds,
-                                 random=random, agent=name)
+                                 random=random, agent=name, normalized=normalizes(policy))
     return AuditResult(
         agent=name,
         env=spec.name,

@@ -52,6 +52,8 @@ def rl_audit(request: pytest.FixtureRequest, rl_scenario: Any) -> Callable[..., 
 
     Uses rl_agent / rl_env unless given, the item's rl_threshold and rl_episodes markers
     over the command line and ini, and raises RobustnessError when a threshold is missed.
+    With @pytest.mark.rl_tolerance it measures the scenario's tolerance curve instead and
+    returns the ToleranceCurve (see :mod:`pytest_rlaudit.plugin.curves` for its verdict).
     """
     session = _session(request.config)
 

@@ -12,7 +12,7 @@ import pytest
 
 __all__ = ["ScenarioItem", "ScenarioCollector", "is_rl_item", "is_hypothesis_test"]
 
-_RL_MARKERS = ("rl_audit", "rl_scenario", "rl_threshold", "rl_episodes")
+_RL_MARKERS = ("rl_audit", "rl_scenario", "rl_threshold", "rl_episodes", "rl_tolerance")
 _RL_FIXTURES = ("rl_audit", "rl_scenario")
 
 

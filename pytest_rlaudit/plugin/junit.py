@@ -1,6 +1,7 @@
 """JUnit XML: each audited test's properties and the suite's ratings.
 
-Properties are strings (``rl.scenario``, ``rl.ratio``, ...); they reach the file through
+Properties are strings (``rl.scenario``, ``rl.ratio``, ..., and ``rl.tolerated`` and
+``rl.breaks_at`` for tolerance curves); they reach the file through
 ``item.user_properties``, which pytest's junitxml reads when it writes a test case.
 """
 
@@ -38,7 +39,17 @@ def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
     ] + ([] if not record.get("schedule") else [
         ("rl.schedule", record["schedule"]["description"]),
         ("rl.schedule_repr", record["schedule"]["repr"]),
-    ])
+    ]) + _tolerance_properties(record.get("tolerance"))
+
+
+def _tolerance_properties(curve: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """``rl.tolerated`` and ``rl.breaks_at`` of a tolerance curve: the values ("" for none)."""
+    if not curve:
+        return []
+    from ..auditing.ladders import value_text  # standard library only
+
+    return [(f"rl.{key}", "" if curve[key] is None else value_text(curve[key]))
+            for key in ("tolerated", "breaks_at")]
 
 
 def add_suite_properties(config: pytest.Config, records: Sequence[dict[str, Any]],

@@ -17,7 +17,7 @@ import pytest
 from .options import _episodes, _mode, _rating, _ratio
 
 __all__ = ["MARKERS", "MarkerError", "threshold_marker", "episodes_marker", "scenario_marker",
-           "parametrize"]
+           "tolerance_marker", "parametrize"]
 
 MARKERS = (
     "rl_audit: an RL robustness audit test; runs only with --rl-audit.",
@@ -27,6 +27,10 @@ MARKERS = (
     "the scenario's return ratio; mode is point, confident or not_worse.",
     "rl_episodes(n, max_n=None, target_ci_width=None): paired episodes per scenario, "
     "optionally adaptive up to max_n until the interval is narrower than target_ci_width.",
+    "rl_tolerance(param=None, values=None): measure the tolerance curve of each rl_scenario "
+    "(the ratio at each value of param, default: its main parameter and ladder); fails when "
+    "the curve breaks (ratio below rl_threshold's min_ratio, default 0.8) at or below the "
+    "scenario's own value.",
 )
 
 
@@ -38,6 +42,10 @@ def _rl_threshold(min_ratio: float | None = None, min_rating: str | None = None,
 def _rl_episodes(n: int, max_n: int | None = None,
                  target_ci_width: float | None = None) -> dict[str, Any]:
     return {"n": n, "max_n": max_n, "target_ci_width": target_ci_width}
+
+
+def _rl_tolerance(param: str | None = None, values: Any = None) -> dict[str, Any]:
+    return {"param": param, "values": values}
 
 
 class MarkerError(Exception):
@@ -110,6 +118,31 @@ def episodes_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
     return values
 
 
+def tolerance_marker(marker: pytest.Mark | None, scenario: Any = None) -> dict[str, Any] | None:
+    """The validated kwargs of an ``rl_tolerance`` marker (None without one); with
+    ``scenario`` (a Scenario), checked against its parameters too."""
+    if marker is None:
+        return None
+    values = _bind(marker, _rl_tolerance, "rl_tolerance")
+    if values["param"] is not None and not isinstance(values["param"], str):
+        raise MarkerError(f"@pytest.mark.rl_tolerance: param must be a parameter name (a "
+                          f"string), got {values['param']!r}")
+    if values["values"] is not None and (isinstance(values["values"], (str, bytes, dict))
+                                         or not hasattr(values["values"], "__iter__")):
+        raise MarkerError(f"@pytest.mark.rl_tolerance: values must be a list of numbers, "
+                          f"mildest first (e.g. values=[1, 2, 4]), got {values['values']!r}")
+    if values["values"] is not None:
+        values["values"] = list(values["values"])
+    if scenario is not None:
+        from ..auditing.ladders import ladder  # light: standard library only
+
+        try:
+            ladder(scenario, values["param"], values["values"])
+        except ValueError as exc:
+            raise MarkerError(f"@pytest.mark.rl_tolerance: {exc}") from None
+    return values
+
+
 def scenario_marker(marker: pytest.Mark) -> list[Any]:
     """The Scenarios an ``rl_scenario`` marker names, with its params applied to each."""
     from ..errors import PerturbationError, UnknownScenarioError
@@ -135,9 +168,13 @@ def parametrize(metafunc: pytest.Metafunc, enabled: bool) -> None:
     imports gymnasium."""
     definition = metafunc.definition
     try:
-        threshold_marker(definition.get_closest_marker("rl_threshold"))
-        episodes_marker(definition.get_closest_marker("rl_episodes"))
+        threshold = threshold_marker(definition.get_closest_marker("rl_threshold"))
+        episodes = episodes_marker(definition.get_closest_marker("rl_episodes"))
+        curve = definition.get_closest_marker("rl_tolerance")
+        tolerance_marker(curve)
         marker = definition.get_closest_marker("rl_scenario")
+        if curve is not None:
+            _check_tolerance_test(marker, threshold, episodes)
         if marker is None:
             return
         if "rl_scenario" not in metafunc.fixturenames:
@@ -146,6 +183,8 @@ def parametrize(metafunc: pytest.Metafunc, enabled: bool) -> None:
         if enabled:
             values: list[Any] = scenario_marker(marker)
             ids = [s.name for s in values]
+            for scenario in values if curve is not None else ():
+                tolerance_marker(curve, scenario)
         else:  # skipped anyway: keep collection light (the registry imports gymnasium)
             values = list(marker.args)
             ids = [name if isinstance(name, str) else getattr(name, "name", "schedule")
@@ -157,3 +196,19 @@ def parametrize(metafunc: pytest.Metafunc, enabled: bool) -> None:
     if error is not None:  # outside the except block: no "During handling of ..." chain
         pytest.fail(error, pytrace=False)
     metafunc.parametrize("rl_scenario", values, ids=ids, scope="function")
+
+
+def _check_tolerance_test(scenarios: pytest.Mark | None, threshold: dict[str, Any] | None,
+                          episodes: dict[str, Any] | None) -> None:
+    """An ``rl_tolerance`` test measures its ``rl_scenario``'s curve at a fixed number of
+    episodes, judging each value's point ratio against a min_ratio."""
+    if scenarios is None:
+        raise MarkerError("@pytest.mark.rl_tolerance measures the tolerance curve of the "
+                          "test's scenario: add @pytest.mark.rl_scenario('delay') (or another "
+                          "scenario) to the test")
+    if threshold is not None and threshold["mode"] != "point":
+        raise MarkerError(f"@pytest.mark.rl_tolerance judges each value's ratio itself, so "
+                          f"rl_threshold(mode={threshold['mode']!r}) does not apply: drop mode")
+    if episodes is not None and episodes["max_n"] is not None:
+        raise MarkerError("@pytest.mark.rl_tolerance runs a fixed number of episodes per "
+                          "value: drop rl_episodes' max_n and target_ci_width")

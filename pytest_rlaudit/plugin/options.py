@@ -80,6 +80,18 @@ def _mode(text: str) -> str:
     return value
 
 
+#: The severity levels of scenarios.preset (kept here as text: the plugin parses options
+#: without importing the engine; a test checks they match).
+SEVERITIES = ("mild", "moderate", "severe")
+
+
+def _severity(text: str) -> str:
+    value = str(text).strip()
+    if value not in SEVERITIES:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(SEVERITIES)}, got {text!r}")
+    return value
+
+
 def _names(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in str(text).replace(",", " ").split() if n.strip())
     if not names:
@@ -147,6 +159,9 @@ OPTIONS: tuple[Option, ...] = (
            "SEED"),
     Option("--rl-scenarios", _names, None, "comma-separated scenarios for zero-config audits "
            "(default: the deployment and stress suites).", "NAMES"),
+    Option("--rl-severity", _severity, None, "size the zero-config suite's disturbances: "
+           "mild (the default suite), moderate or severe (after the real-world RL suite's "
+           "combined challenges; see scenarios.preset).", "LEVEL"),
     Option("--rl-reference", _reference, 0.0, "the score ratios are measured from: a number "
            "or 'random' (default 0).", "REF"),
     Option("--rl-min-ratio", _ratio, None, "default threshold: fail a scenario whose ratio is "
@@ -227,6 +242,7 @@ class Settings:
     episodes: int
     seed: int
     scenarios: tuple[str, ...] | None
+    severity: str | None
     reference: float | str
     min_ratio: float | None
     min_rating: str | None

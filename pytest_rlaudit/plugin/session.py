@@ -78,9 +78,13 @@ class AuditSession:
 
         names = self.settings.scenarios or registry.DEFAULT
         try:
-            return list(registry.resolve(names))
+            chosen = list(registry.resolve(names))
         except LookupError as exc:
             raise pytest.UsageError(f"--rl-scenarios: {exc}") from None
+        if self.settings.severity:  # the level's sizes for the scenarios it sizes
+            leveled = {s.name: s for s in registry.preset(self.settings.severity)}
+            chosen = [leveled.get(s.name, s) for s in chosen]
+        return chosen
 
     # --------------------------------------------------------------------- running
 
@@ -180,7 +184,9 @@ class AuditSession:
         return gate
 
     def run(self, item: pytest.Item, scenario: Any, agent: Any = None, env: Any = None) -> Any:
-        """Audit ``scenario`` for ``item`` and record it; raise RobustnessError on a miss."""
+        """Audit ``scenario`` for ``item`` and record it; raise RobustnessError on a miss.
+        Returns the ScenarioResult, or for an ``rl_tolerance`` item (:mod:`.curves`) the
+        ToleranceCurve."""
         __tracebackhide__ = True
         from ..errors import ReferenceScoreError
         from ..verdicts.assertions import RobustnessError
@@ -192,21 +198,28 @@ class AuditSession:
             "n": self.settings.episodes, "max_n": None, "target_ci_width": None}
         gate = self.gates(item, scenario)
         try:
-            check = self._check(policy, spec, scenario, gate, episodes)
+            if item.get_closest_marker("rl_tolerance") is not None:
+                from .curves import measure_curve
+
+                record, failure, outcome = measure_curve(self, item, scenario, policy, spec,
+                                                         gate, episodes)
+            else:
+                from ..auditing.records import record_of
+
+                check = self._check(policy, spec, scenario, gate, episodes)
+                record, outcome = record_of(item.nodeid, check, gate), check.result
+                failure = None if check.passed else RobustnessError(check.message, check.result)
         except ReferenceScoreError as exc:
             # The reference is a number here (below "random", the agent-beats-random check
             # speaks first): name the option that sets it.
             raise ReferenceScoreError(
                 f"{exc} From pytest: --rl-reference random (or rl_reference = random in the "
                 "ini file), or a --rl-reference below the nominal return.") from None
-        from ..auditing.records import record_of
-
-        record = record_of(item.nodeid, check, gate)
         record["order"] = self.order.get(item.nodeid, len(self.order))
         item.stash[RECORD_KEY] = record
-        if not check.passed:
-            raise RobustnessError(check.message, check.result)
-        return check.result
+        if failure is not None:
+            raise failure
+        return outcome
 
     def _check(self, policy: Any, spec: Any, scenario: Any, gate: dict[str, Any] | None,
                episodes: dict[str, Any]) -> Any:

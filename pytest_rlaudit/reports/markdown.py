@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._format import diagnosis_sentence, fixed, interval, p_value
-from .rows import gated, rating_cell, short_diagnosis
+from .rows import gated, rating_cell, short_diagnosis, tolerance_text
 
 __all__ = ["markdown"]
 
@@ -38,6 +38,13 @@ def markdown(doc: dict[str, Any]) -> str:
         parts = [f"{cat} {_BADGE[agg[cat]['rating']]} (min ratio {fixed(agg[cat]['score'])}, "
                  f"{agg[cat]['scenario']})" for cat in ("deployment", "stress") if agg[cat]]
         lines.append(f"- **{agg['agent']}** on {agg['env']}: {'; '.join(parts) or 'no suites'}")
+    curves = [r for r in results if r.get("tolerance")]
+    if curves:
+        lines += ["", "### Tolerance curves", ""]
+        for rec in curves:
+            sentence, points = tolerance_text(rec)
+            verdict = "" if not gated(rec) else (" ✅" if rec["passed"] else " ❌")
+            lines.append(f"- **{rec['agent']}** on {rec['env']}: {sentence}{verdict} ({points})")
     if doc.get("comparison"):
         lines += ["", *_comparison_markdown(doc["comparison"])]
     diagnosed = [r for r in results if r.get("diagnosis")]

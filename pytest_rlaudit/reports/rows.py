@@ -13,7 +13,7 @@ from typing import Any
 
 from .._format import fixed, interval, p_value, short_fix
 
-__all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows"]
+__all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows", "tolerance_text"]
 
 
 def order_key(rec: dict[str, Any]) -> tuple[int, str]:
@@ -51,3 +51,20 @@ def table_rows(records: Sequence[dict[str, Any]]) -> list[tuple[list[str], str]]
                       interval(rec["ci_low"], rec["ci_high"]), rating_cell(rec),
                       p_value(rec.get("p_value")), short_diagnosis(rec) or "-"], rec["rating"]))
     return rows
+
+
+def tolerance_text(rec: dict[str, Any]) -> tuple[str, str]:
+    """A tolerance curve's sentence and its points, as every report shows them:
+    ("delay: tolerates 1 step, breaks at 2", "ratio by steps: 1 1.000, 2 0.100").
+
+    >>> rec = {"scenario": "delay", "tolerance": {"param": "steps", "tolerated": 1,
+    ...        "breaks_at": 2, "curve": [[1, 1.0, 1.0, 1.0], [2, 0.1, 0.1, 0.1]]}}
+    >>> tolerance_text(rec)
+    ('delay: tolerates 1 step, breaks at 2', 'ratio by steps: 1 1.000, 2 0.100')
+    """
+    from ..auditing.ladders import tolerance_sentence, value_text  # standard library only
+
+    t = rec["tolerance"]
+    points = ", ".join(f"{value_text(v)} {fixed(r)}" for v, r, _, _ in t["curve"])
+    return (tolerance_sentence(rec["scenario"], t["param"], t["tolerated"], t["breaks_at"]),
+            f"ratio by {t['param']}: {points}")

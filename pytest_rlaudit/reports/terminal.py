@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._format import fixed, interval
-from .rows import order_key, table_rows
+from .rows import gated, order_key, table_rows, tolerance_text
 from .summary import aggregates
 
 __all__ = ["Line", "audit_section", "comparison_section", "diagnosis_text", "progress_line"]
@@ -35,7 +35,8 @@ def progress_line(rec: dict[str, Any]) -> Line:
 def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str, str]] = (),
                   errors: Sequence[dict[str, Any]] = ()) -> list[Line]:
     """The "rl audit" section: lost and errored audits, the table, the schedules that
-    broke an agent, and each agent's deployment and stress ratings."""
+    broke an agent, a line per tolerance curve, and each agent's deployment and stress
+    ratings."""
     lines: list[Line] = [[(f"lost: scenario {x['scenario']} ({x['nodeid']}): its xdist worker "
                            "crashed, so it has no result", "error")] for x in lost]
     lines += [[(f"error: {x['nodeid']}: {x['message']}", "error")] for x in errors]
@@ -55,6 +56,11 @@ def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str,
             lines.append([(f"{rec['nodeid']}: {what}: {verb} when "
                            f"{rec['schedule']['description']} (ratio {fixed(rec['ratio'])}, "
                            f"{rec['rating']}): {rec['schedule']['repr']}", rec["rating"])])
+    for rec in sorted(records, key=order_key):
+        if rec.get("tolerance"):
+            sentence, points = tolerance_text(rec)
+            style = "" if not gated(rec) else ("PASS" if rec["passed"] else "FAIL")
+            lines.append([(f"{sentence}; {points} ({rec['agent']} on {rec['env']})", style)])
     for agg in aggregates(records):
         if not (agg["deployment"] or agg["stress"]):
             continue

@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 import warnings
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -36,9 +36,10 @@ from .._checks import integer
 from .._seeding import POLICY_STREAM, episode_seed_sequence
 from ..errors import RolloutCapWarning, RolloutError
 from ..world.agents import Policy
+from ..world.calibration import observation_spread
 from ..world.envs import AuditEnv
 from ..world.perturbations import seed_perturbations
-from ..world.scenarios import Scenario
+from ..world.scenarios import NOMINAL, Scenario
 
 __all__ = ["EpisodeBatch", "run_episodes", "DEFAULT_MAX_STEPS", "DEFAULT_BATCH_SIZE"]
 
@@ -71,6 +72,8 @@ class EpisodeBatch:
     traces: tuple[np.ndarray, ...] = ()
     observations: tuple[Any, ...] = ()
     actions: tuple[Any, ...] = ()
+    #: the parameters the scenario ran with (a calibrated spread included)
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     @staticmethod
     def concat(parts: Sequence[EpisodeBatch]) -> EpisodeBatch:
@@ -80,7 +83,8 @@ class EpisodeBatch:
         return EpisodeBatch(parts[0].scenario, *arrays,
                             traces=tuple(t for p in parts for t in p.traces),
                             observations=tuple(o for p in parts for o in p.observations),
-                            actions=tuple(a for p in parts for a in p.actions))
+                            actions=tuple(a for p in parts for a in p.actions),
+                            params=parts[0].params)
 
 
 class _StepCounter(gym.Wrapper):
@@ -114,6 +118,17 @@ class _Slot:
         self.state: Any = None
         self.ret = 0.0
         self.steps = 0
+
+
+def _attach_policy(env: gym.Env, policy: Policy) -> None:
+    """Hand ``policy`` to every wrapper in ``env``'s chain that attacks the agent itself
+    (``attach_policy``: adversarial observations). Once per env made, never per step."""
+    current: Any = env
+    while isinstance(current, gym.Wrapper):
+        attach = getattr(current, "attach_policy", None)
+        if attach is not None:
+            attach(policy)
+        current = current.env
 
 
 def _where(scenario: str, episode: int, seed: int, step: int) -> str:
@@ -211,16 +226,50 @@ def run_episodes(
     seed: int = 0,
     batch_size: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
-    record: bool = False,
+    record: bool | Collection[str] = False,
 ) -> dict[str, EpisodeBatch]:
     """Run ``episodes`` of every scenario with ``policy``, batched, and return them by name.
 
     ``episodes`` is a count (episode indices ``0 .. n-1``) or explicit episode indices;
     episode ``i`` resets with env seed ``seed + i``. ``batch_size`` (default
     :data:`DEFAULT_BATCH_SIZE`) is the number of env slots. ``record`` keeps every
-    observation the agent saw and action it chose. Exceptions from the agent or the env
-    are re-raised as :class:`RolloutError` naming scenario, episode and step.
+    observation the agent saw and action it chose: for every scenario (True), or for the
+    scenarios named. Exceptions from the agent or the env are re-raised as
+    :class:`RolloutError` naming scenario, episode and step.
+
+    Scenarios sized by the observations' spread (``needs_spread``, such as ``obs_noise``)
+    are calibrated on the nominal episodes of the same indices: those run first (with the
+    other scenarios, in one pool; added if not asked for), then the calibrated ones.
+    Each batch's ``params`` say what its scenario ran with.
     """
+    later = [s for s in scenarios if s.needs_spread]
+    if not later:
+        return _run_pool(policy, env, scenarios, episodes, seed=seed, batch_size=batch_size,
+                         max_steps=max_steps, record=record)
+    first = [s for s in scenarios if not s.needs_spread]
+    if not any(s.name == NOMINAL.name for s in first):
+        first.insert(0, NOMINAL)
+    recorded = set(s.name for s in scenarios) if record is True else set(record or ())
+    out = _run_pool(policy, env, first, episodes, seed=seed, batch_size=batch_size,
+                    max_steps=max_steps, record=recorded | {NOMINAL.name})
+    spread = observation_spread(out[NOMINAL.name].observations)
+    out.update(_run_pool(policy, env, [s.calibrated(spread) for s in later], episodes,
+                         seed=seed, batch_size=batch_size, max_steps=max_steps, record=recorded))
+    return {s.name: out[s.name] for s in scenarios}
+
+
+def _run_pool(
+    policy: Policy,
+    env: AuditEnv,
+    scenarios: Sequence[Scenario],
+    episodes: int | Sequence[int],
+    *,
+    seed: int,
+    batch_size: int | None,
+    max_steps: int,
+    record: bool | Collection[str],
+) -> dict[str, EpisodeBatch]:
+    """:func:`run_episodes` of scenarios that need no calibration: one pool of slots."""
     indices = list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
     if not indices or min(indices) < 0:
         raise ValueError(f"episodes must be a count >= 1 or non-negative indices, got {episodes!r}")
@@ -236,6 +285,8 @@ def run_episodes(
     # arguments per env step on the hot path (bench_rollout.py holds it at the floor).
 
     names = [s.name for s in scenarios]
+    recorded = [record is True or (not isinstance(record, bool) and name in record)
+                for name in names]
     n_eps = len(indices)
     returns = np.zeros((len(scenarios), n_eps), dtype=np.float64)
     lengths = np.zeros((len(scenarios), n_eps), dtype=np.int64)
@@ -251,6 +302,7 @@ def run_episodes(
     free: dict[int, list[tuple[gym.Env, _StepCounter]]] = {s: [] for s in range(len(scenarios))}
     made: list[gym.Env] = []
     base_ids: set[int] = set()
+    bound = False  # once the policy is bound, every env made gets it attached (make reads it)
 
     def make(s: int) -> tuple[gym.Env, _StepCounter]:
         if free[s]:
@@ -277,6 +329,8 @@ def run_episodes(
                 f"{made[0].observation_space}, {made[0].action_space}); the same agent must run "
                 "every scenario, so a perturbation has to keep the spaces"
             )
+        if bound:
+            _attach_policy(wrapped, policy)
         return wrapped, counter
 
     first_env = make(0)
@@ -284,6 +338,8 @@ def run_episodes(
     probe = first_env[0]
     if hasattr(policy, "bind"):
         policy.bind(probe.observation_space, probe.action_space)
+    _attach_policy(probe, policy)
+    bound = True
     check_actions = _ActionChecker(probe.action_space)
     stateful = bool(getattr(policy, "stateful", False))
     policy.reset()
@@ -323,7 +379,7 @@ def run_episodes(
         env_steps[s, e] = len(slot.counter.rewards)
         capped[s, e] = was_capped
         traces[s][e] = np.asarray(slot.counter.rewards, dtype=np.float64)
-        if record:
+        if recorded[s]:
             seen[s][e], chosen[s][e] = _gather(slot.seen), _gather(slot.acts)
 
     try:
@@ -363,7 +419,7 @@ def run_episodes(
             for i, slot in enumerate(active):
                 if stateful:
                     slot.state = new_states[i]
-                if record:
+                if recorded[slot.job[0]]:
                     slot.seen.append(slot.obs)
                     slot.acts.append(actions[i])
                 try:
@@ -407,7 +463,8 @@ def run_episodes(
     seeds = np.asarray([seed + i for i in indices], dtype=np.int64)
     return {
         name: EpisodeBatch(name, seeds, returns[s], lengths[s], env_steps[s], capped[s],
-                           tuple(traces[s]), tuple(seen[s]), tuple(chosen[s]))
+                           tuple(traces[s]), tuple(seen[s]), tuple(chosen[s]),
+                           dict(scenarios[s].params))
         for s, name in enumerate(names)
     }
 

@@ -39,7 +39,8 @@ from ..stats import (
     verdict,
 )
 from ..world import scenarios as registry
-from ..world.agents import as_policy, env_for
+from ..world.agents import as_policy, env_for, normalizes
+from ..world.calibration import observation_spread
 from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
 
@@ -228,6 +229,9 @@ def check_robust(
                      lambda: (agent, as_policy(agent, env=env)))[1]
     spec = _cached(cache, ("env", env if isinstance(env, str) else id(env), id(policy)),
                    lambda: (env, env_for(policy, env)))[1]
+    # Before any rollout (not after the cached nominal ones); once per scenario and env.
+    _cached(cache, ("applicable", chosen.name, repr(chosen), id(spec)),
+            lambda: registry.check_applicable([chosen], spec.make))
     # The random policy runs on every episode the reference may need, else on the first
     # round's, which the agent must beat.
     random = _cached(cache, ("random", id(spec), seed,
@@ -244,22 +248,30 @@ def check_robust(
     if min_rating is not None and min_rating != "FAIL":
         gates.append((rating_floor(min_rating, thresholds), True, min_rating))
 
-    def run(indices: Any) -> dict[str, EpisodeBatch]:
-        if cache is None:
+    if chosen.needs_spread and cache is None:
+        cache = {}  # the calibration's nominal episodes are the audit's own: run them once
+
+    def nominal_of(indices: range) -> EpisodeBatch:
+        """The nominal episodes (recorded: the spread is calibrated on them), cached."""
+        key = ("nominal", id(policy), id(spec), seed, indices.start, indices.stop, max_steps)
+        return _cached(cache, key, lambda: run_episodes(
+            policy, spec, [NOMINAL], indices, seed=seed, batch_size=batch_size,
+            max_steps=max_steps, record=["nominal"])["nominal"])
+
+    if chosen.needs_spread:
+        chosen = chosen.calibrated(observation_spread(nominal_of(range(episodes)).observations))
+
+    def run(indices: range) -> dict[str, EpisodeBatch]:
+        if cache is None:  # nominal and scenario share one pool
             return run_episodes(policy, spec, [NOMINAL, chosen], indices, seed=seed,
                                 batch_size=batch_size, max_steps=max_steps)
-        key = ("nominal", id(policy), id(spec), seed, tuple(indices) if not isinstance(
-            indices, int) else indices, max_steps)
-        nominal = _cached(cache, key, lambda: run_episodes(
-            policy, spec, [NOMINAL], indices, seed=seed, batch_size=batch_size,
-            max_steps=max_steps)["nominal"])
         out = run_episodes(policy, spec, [chosen], indices, seed=seed, batch_size=batch_size,
                            max_steps=max_steps)
-        return {"nominal": nominal, chosen.name: out[chosen.name]}
+        return {"nominal": nominal_of(indices), chosen.name: out[chosen.name]}
 
     intervals, stopped, level = None, None, confidence
     if max_episodes is None or (not gates and target_ci_width is None):
-        batches = run(episodes)  # min_rating="FAIL" alone sets nothing to stop on
+        batches = run(range(episodes))  # min_rating="FAIL" alone sets nothing to stop on
     else:
         parts: list[dict[str, EpisodeBatch]] = []
 
@@ -279,7 +291,7 @@ def check_robust(
     nominal_result, results = summarise(
         batches["nominal"], {chosen: batches[chosen.name]}, reference=ref, confidence=confidence,
         seed=seed, thresholds=thresholds, intervals=intervals, random=random,
-        agent=getattr(policy, "name", type(policy).__name__))
+        agent=getattr(policy, "name", type(policy).__name__), normalized=normalizes(policy))
     result = results[chosen.name]
     checked = [(verdict(result.ratio, result.ci, t, mode, strict=strict), band)
                for t, strict, band in gates]

@@ -11,7 +11,7 @@ Scenario('jitter', deployment, Jitter(base=2, jitter=1))
 The six names of the established timing audit (``nominal``, ``speed_5x``, ``jitter``,
 ``delay``, ``spike``, ``obs_noise``) keep its exact semantics, so numbers carry over;
 the extras (``action_noise``, ``sticky_actions``, ``action_delay``, ``dropped_obs``,
-``dynamics``) are audited when asked for by name.
+``dynamics``, ``push``) are audited when asked for by name.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ __all__ = [
     "register",
     "resolve",
     "as_scenario",
+    "check_applicable",
+    "preset",
+    "SEVERITIES",
 ]
 
 Category = Literal["nominal", "deployment", "stress", "custom"]
@@ -129,6 +132,27 @@ class Scenario:
         """A copy with some parameters overridden (unknown names are an error)."""
         return Scenario(self.name, self.category, self.perturbation,
                         {**self.params, **params}, self.description, self.timeline)
+
+    @property
+    def needs_spread(self) -> bool:
+        """Whether the scenario's sizes are relative to the observations' spread
+        (``scale="relative"``), still to be calibrated on the nominal episodes."""
+        return self.params.get("scale") == "relative" and self.params.get("spread") is None
+
+    def calibrated(self, spread: tuple[float, ...] | None) -> Scenario:
+        """This scenario with its observation ``spread`` set (see :attr:`needs_spread`);
+        ``spread=None`` (integer observations such as images, whose unit is their range)
+        leaves the perturbation to its own rule.
+
+        >>> s = get("obs_noise").calibrated((0.5, 0.3, 0.05, 0.4))
+        >>> s.needs_spread, s.params["spread"]
+        (False, (0.5, 0.3, 0.05, 0.4))
+        """
+        if not self.needs_spread:
+            return self
+        if spread is None:
+            return self.with_params(scale="absolute")
+        return self.with_params(spread=tuple(spread))
 
     def wrap(self, env: gym.Env) -> gym.Env:
         """Wrap ``env`` (outside its ``TimeLimit``) in this scenario's perturbation."""
@@ -250,6 +274,39 @@ def resolve(items: ScenarioLike | Iterable[ScenarioLike] | None) -> tuple[Scenar
     return tuple(out)
 
 
+def check_applicable(scenarios: Iterable[Scenario], make_env: Callable[[], gym.Env]) -> None:
+    """Raise a :class:`~pytest_rlaudit.errors.PerturbationError` now if a scenario cannot
+    wrap this env, before any episode runs (the runner would only find out when it first
+    wraps the scenario's env, after the nominal episodes).
+
+    Each scenario wraps one fresh probe env (``make_env()``), closed afterwards: a
+    perturbation may change its env (``dynamics`` shifts the model), so probes are not
+    shared. A scenario still to be calibrated on the nominal episodes is probed in raw
+    units. Every scenario that fails is named, with its wrapper's cause and fix.
+
+    >>> import gymnasium as gym
+    >>> check_applicable(resolve(["jitter", "dynamics"]), lambda: gym.make("CartPole-v1"))
+    >>> check_applicable(resolve(["dynamics"]), lambda: gym.make("FrozenLake-v1"))
+    Traceback (most recent call last):
+    ...
+    pytest_rlaudit.errors.PerturbationError: scenario 'dynamics' cannot run on this env: ...
+    """
+    problems = []
+    for scenario in scenarios:
+        if scenario.perturbation is None:
+            continue
+        probe = scenario.calibrated(None) if scenario.needs_spread else scenario
+        env = make_env()
+        try:
+            env = probe.wrap(env)
+        except PerturbationError as exc:
+            problems.append(f"scenario {scenario.name!r} cannot run on this env: {exc}")
+        finally:
+            env.close()
+    if problems:
+        raise PerturbationError("; ".join(problems))
+
+
 NOMINAL = register(Scenario("nominal", "nominal", None, {}, "the env as made"))
 register(Scenario("speed_5x", "stress", P.Speed, {"k": 5},
                   "every action held for 5 env steps (a 5x slower controller)"))
@@ -263,8 +320,10 @@ def _spike_timeline(start: int = 20, duration: int = 20, k: int = 5) -> Schedule
 
 register(Scenario("spike", "deployment", P.spike, {"start": 20, "duration": 20, "k": 5},
                   "speed 5 for agent steps 20-39, else 1 (a latency spike)", _spike_timeline))
-register(Scenario("obs_noise", "deployment", P.ObservationNoise, {"sigma": 0.1},
-                  "Gaussian noise (std 0.1) on every step observation"))
+register(Scenario("obs_noise", "deployment", P.ObservationNoise,
+                  {"sigma": 0.1, "scale": "relative"},
+                  "Gaussian noise on every step observation, std 0.1 x each element's spread "
+                  "in the nominal episodes (scale='absolute': 0.1 in raw units)"))
 register(Scenario("action_noise", "deployment", P.ActionNoise, {"sigma": 0.1},
                   "noisy actuators: Gaussian noise on Box actions, 10% random Discrete ones"))
 register(Scenario("sticky_actions", "deployment", P.StickyAction, {"p": 0.25},
@@ -275,6 +334,19 @@ register(Scenario("dropped_obs", "deployment", P.DroppedObservation, {"p": 0.1},
                   "with probability 0.1 a frame is dropped and the observation stays frozen"))
 register(Scenario("dynamics", "stress", P.Dynamics, {},
                   "a heavier robot: the env's default physical parameter shift"))
+# Stress, not deployment: a deployed robot is bumped now and then, but a shove of half its
+# weight every 50 steps is a margin test of our choosing (as the dynamics shift is), and
+# the deployment score stays about timing and sensing.
+register(Scenario("push", "stress", P.Push, {"strength": 0.5, "duration": 5, "interval": 50},
+                  "a shove of half the robot's weight for 5 env steps every 50, in a random "
+                  "horizontal direction"))
+# Worst case of obs_noise's size (epsilon = its sigma, in the same calibrated units): the
+# gap between the two is what a worst-case sensor error costs beyond a typical one. It
+# needs a torch-backed agent, so it is in no suite (not even EXTRAS): audited when named.
+register(Scenario("adversarial_obs", "stress", P.AdversarialObservation,
+                  {"epsilon": 0.1, "scale": "relative"},
+                  "the worst observation within 0.1 x each element's spread of the true one "
+                  "(gradient attack on a torch-backed agent)"))
 
 #: The deployment suite: timing and sensing disturbances a deployed agent meets.
 DEPLOYMENT: tuple[str, ...] = ("jitter", "delay", "spike", "obs_noise")
@@ -282,6 +354,48 @@ DEPLOYMENT: tuple[str, ...] = ("jitter", "delay", "spike", "obs_noise")
 STRESS: tuple[str, ...] = ("speed_5x",)
 #: Registered extras, audited only when named.
 EXTRAS: tuple[str, ...] = ("action_noise", "sticky_actions", "action_delay", "dropped_obs",
-                           "dynamics")
+                           "dynamics", "push")
 #: What ``audit()`` runs when no scenarios are given.
 DEFAULT: tuple[str, ...] = DEPLOYMENT + STRESS
+
+#: Severity levels of :func:`preset`, mildest first.
+SEVERITIES: tuple[str, ...] = ("mild", "moderate", "severe")
+
+# Each deployment scenario's parameters per severity. "mild" is the default suite (the
+# established timing audit's sizes). The harsher levels follow the real-world RL suite's
+# combined challenges (Dulac-Arnold et al. 2021, realworldrl_suite combined_challenge
+# "easy" / "medium" / "hard") where it has a counterpart:
+# - obs_noise sigma 0.1 / 0.3 / 1.0: its Gaussian observation noise of the three levels,
+#   here as fractions of each element's spread (its observations are of unit scale);
+# - delay 1 / 3 / 6 steps: its observation delays of easy (3) and medium (6); its hard 9
+#   steps is left out, several tenths of a second at gymnasium's control rates;
+# - jitter up to 3 / 4 / 5 env steps per action: its action repetition (each action for
+#   1, 2, 3 extra steps) on top of the nominal base period of 2;
+# - spike: no counterpart; the latency spike lasts 20 / 30 / 40 agent steps at speed 5.
+# speed_5x, the stress scenario, keeps k=5 at every level (its name says it).
+_LEVELS: dict[str, dict[str, dict[str, Any]]] = {
+    "mild": {},
+    "moderate": {"jitter": {"base": 2, "jitter": 2}, "delay": {"steps": 3},
+                 "spike": {"duration": 30}, "obs_noise": {"sigma": 0.3}},
+    "severe": {"jitter": {"base": 3, "jitter": 2}, "delay": {"steps": 6},
+               "spike": {"duration": 40}, "obs_noise": {"sigma": 1.0}},
+}
+
+
+def preset(severity: str) -> tuple[Scenario, ...]:
+    """The default suite at a severity: ``"mild"`` (the default suite itself),
+    ``"moderate"`` or ``"severe"`` (sizes after the real-world RL suite's combined
+    challenges; the origin of each is in this module's ``_LEVELS`` comment).
+
+    >>> [s.params.get("steps") for s in preset("moderate") if s.name == "delay"]
+    [3]
+    >>> preset("extreme")
+    Traceback (most recent call last):
+    ...
+    pytest_rlaudit.errors.UnknownScenarioError: unknown severity 'extreme'; severities: mild, moderate, severe
+    """
+    if severity not in _LEVELS:
+        raise UnknownScenarioError(
+            f"unknown severity {severity!r}; severities: {', '.join(SEVERITIES)}")
+    changes = _LEVELS[severity]
+    return tuple(get(name).with_params(**changes.get(name, {})) for name in DEFAULT)

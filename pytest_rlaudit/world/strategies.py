@@ -175,17 +175,18 @@ def scenarios(
 ) -> st.SearchStrategy[Scenario]:
     """Registered scenarios with parameters drawn from ranges (see ``SCENARIO_RANGES``).
 
-    ``names`` defaults to every registered scenario but nominal. ``ranges`` overrides or
+    ``names`` defaults to every registered scenario but nominal and ``adversarial_obs``
+    (which needs a torch-backed agent; name it to draw it). ``ranges`` overrides or
     adds the values of a scenario's parameters: a sequence (drawn from, shrinking to its
     first element: put the mildest first) or a hypothesis strategy. A scenario without
     ranges keeps its registered parameters.
 
     >>> from hypothesis import find
     >>> find(scenarios(["obs_noise"]), lambda s: s.params["sigma"] >= 0.2).params
-    mappingproxy({'sigma': 0.2})
+    mappingproxy({'sigma': 0.2, 'scale': 'relative'})
     """
     chosen = [n for n in (registry.names() if names is None else names)
-              if n != registry.NOMINAL.name]
+              if n != registry.NOMINAL.name and (names is not None or n != "adversarial_obs")]
     for name in chosen:
         registry.get(name)  # an unknown name fails here, with suggestions
     if not chosen:

@@ -125,12 +125,14 @@ EXPECTED_FIX = {
     "jitter": "Jitter(env, base=2, jitter=1)",
     "delay": "ObservationDelay(env, steps=1)",
     "spike": "SpeedSchedule.spike(env, start=20, duration=20, k=5)",
-    "obs_noise": "ObservationNoise(env, sigma=0.1)",
+    "obs_noise": "ObservationNoise(env, sigma=0.1, scale='relative')",
     "action_noise": "ActionNoise(env, sigma=0.1)",
     "sticky_actions": "StickyAction(env, p=0.25)",
     "action_delay": "ActionDelay(env, steps=1)",
     "dropped_obs": "DroppedObservation(env, p=0.1)",
     "dynamics": "Dynamics(env)",
+    "push": "Push(env, strength=0.5, duration=5, interval=50)",
+    "adversarial_obs": "AdversarialObservation(env, epsilon=0.1, scale='relative')",
 }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_rlaudit import Schedule, audit
+from pytest_rlaudit import Schedule, audit, scenarios
 
 ROOT = Path(__file__).resolve().parent
 PIN = ROOT / "data" / "engine_pin.json"
@@ -60,6 +60,11 @@ CASES: dict[str, Callable[[], Any]] = {
     "pendulum-continuous-actions": lambda: audit(
         swing_up, "Pendulum-v1", ["jitter", "obs_noise", "action_noise", "dynamics"], episodes=4,
         seed=5, reference=-1500),
+    # obs_noise in raw units, the established timing audit's semantics: the numbers this
+    # case pinned before noise was sized by the spread, unchanged.
+    "pendulum-absolute-noise": lambda: audit(
+        swing_up, "Pendulum-v1", ["jitter", scenarios.get("obs_noise").with_params(scale="absolute"),
+                                  "action_noise", "dynamics"], episodes=4, seed=5, reference=-1500),
     "random-agent-acrobot": lambda: audit(
         "random", "Acrobot-v1", ["sticky_actions", "dropped_obs", "action_delay"], episodes=3,
         seed=2, reference=-600, confidence=0.9),

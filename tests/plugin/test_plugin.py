@@ -892,7 +892,7 @@ def test_junit_xml_carries_the_numbers_as_properties(tester: pytest.Pytester, fa
     warnings = [str(call.warning_message.message)
                 for call in result.reprec.getcalls("pytest_warning_recorded")]  # type: ignore[attr-defined]
     assert not [w for w in warnings if re.search(r"junit|xunit|record_property", w, re.I)]
-    result.assert_outcomes(passed=2, failed=3)
+    result.assert_outcomes(passed=3, failed=2)  # obs_noise, sized by the spread, passes
     recs = records(result)
     suite, cases = junit(tester.path / "out.xml")
     assert set(cases) == {f"rl-audit::{name}" for name in DEFAULT}

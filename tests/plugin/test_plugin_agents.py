@@ -84,3 +84,15 @@ def test_without_an_env_the_message_names_the_one_the_agent_was_trained_on(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*no env to audit on: pass --rl-env ID*"
                                  "the agent was trained on Pendulum-v1*"])
+
+
+def test_rl_severity_sizes_the_zero_config_suite(pytester: pytest.Pytester):
+    pytester.runpytest("--rl-audit", f"--rl-agent={PENDULUM_RUN}", "--rl-env", "Pendulum-v1",
+                       "--rl-episodes", "3", "--rl-scenarios", "delay,speed_5x", "--rl-severity",
+                       "severe", "--rl-reference", "random", "--rl-report", "out", "-p",
+                       "no:cacheprovider")
+    params = {r["scenario"]: r["params"] for r in _results(pytester)}
+    assert params == {"delay": {"steps": 6}, "speed_5x": {"k": 5}}
+    bad = pytester.runpytest("--rl-severity", "hard")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--rl-severity*must be one of mild, moderate, severe*"])

@@ -38,11 +38,13 @@ SPACE = CentreDot().observation_space
 FRAMES = 2  # frames stacked, in training (VecFrameStack) and in the audit (as_policy)
 SEEDS = range(8)  # env seeds of the learning check (audit episodes 0-7 with seed 0)
 
-#: Every registered scenario but ``dynamics`` (it changes a classic-control simulator's
-#: parameters, never observations, and refuses other envs), heavy noise, and a schedule
+#: Every registered scenario but ``dynamics`` and ``push`` (they change a simulator's
+#: parameters or state, never observations, and refuse other envs), heavy noise, and a schedule
 #: using every channel (its noise, delays and drops are Scheduled's own code).
 IMAGE_SCENARIOS: tuple[Scenario, ...] = (
-    *scenarios.resolve([n for n in scenarios.DEFAULT + scenarios.EXTRAS if n != "dynamics"]),
+    # (an image's noise unit is its range: calibrating its spread leaves the range rule)
+    *(s.calibrated(None) for s in scenarios.resolve(
+        [n for n in scenarios.DEFAULT + scenarios.EXTRAS if n not in ("dynamics", "push")])),
     Scenario("heavy_obs_noise", "custom", ObservationNoise, {"sigma": 3.0}),
     Scenario.from_schedule(Schedule(speed=[1, 3], delay=[0, 1, 2], obs_noise=[0.1, 0.5],
                                     dropped=[False, True], action_noise=0.3), "every_channel"),

@@ -13,12 +13,14 @@ from pytest_rlaudit.errors import PerturbationError
 from pytest_rlaudit.perturbations import (
     ActionDelay,
     ActionNoise,
+    AdversarialObservation,
     DroppedObservation,
     Dynamics,
     Jitter,
     ObservationDelay,
     ObservationNoise,
     Perturbation,
+    Push,
     Scheduled,
     Speed,
     SpeedSchedule,
@@ -276,6 +278,10 @@ def test_noise_needs_array_observations():
 #: (id, make the wrapped env, the arguments it was given, as its spec must record them)
 EVERY_WRAPPER = [
     ("Speed", lambda: Speed(gym.make("CartPole-v1"), k=3), {"k": 3}),
+    ("Push", lambda: Push(gym.make("CartPole-v1"), strength=1.0, duration=2, interval=3),
+     {"strength": 1.0, "duration": 2, "interval": 3, "body": None}),
+    ("AdversarialObservation", lambda: AdversarialObservation(gym.make("CartPole-v1"), epsilon=0.2),
+     {"epsilon": 0.2, "steps": 10, "step_size": None, "scale": "absolute", "spread": None}),
     ("Jitter", lambda: Jitter(gym.make("CartPole-v1"), base=2, jitter=2), {"base": 2, "jitter": 2}),
     ("Scheduled", lambda: Scheduled(gym.make("CartPole-v1"), Schedule(
         speed=[1, 3], delay=[0, 1, 1], obs_noise=0.1, action_noise=[0.2] * 5,

@@ -28,12 +28,17 @@ def test_default_parameters_match_the_design():
     assert dict(scenarios.get("jitter").params) == {"base": 2, "jitter": 1}
     assert dict(scenarios.get("delay").params) == {"steps": 1}
     assert dict(scenarios.get("spike").params) == {"start": 20, "duration": 20, "k": 5}
-    assert dict(scenarios.get("obs_noise").params) == {"sigma": 0.1}
+    assert dict(scenarios.get("obs_noise").params) == {"sigma": 0.1, "scale": "relative"}
 
 
 @pytest.mark.parametrize("name", [n for n in scenarios.names()])
 def test_every_registered_scenario_wraps_cartpole_and_steps(name):
-    env = scenarios.get(name).wrap(gym.make("CartPole-v1"))
+    scenario = scenarios.get(name).calibrated((0.5, 0.2, 0.01, 0.3))  # spread-sized ones
+    env = scenario.wrap(gym.make("CartPole-v1"))
+    if name == "adversarial_obs":  # it needs an agent to attack; without one it says so
+        with pytest.warns(UserWarning, match="attach"):
+            env.reset(seed=0)
+            env.step(0)
     obs, _ = env.reset(seed=0)
     obs, reward, *_ = env.step(0)
     assert np.isfinite(obs).all() and reward >= 1.0
@@ -137,3 +142,23 @@ def test_a_scenario_knows_its_timeline_without_attributes_on_functions():
                         timeline=lambda k: Schedule.constant(speed=k))
     assert declared.schedule == Schedule.constant(speed=3)
     assert scenarios.get("jitter").schedule is None
+
+
+def test_the_mild_preset_is_the_default_suite_and_harsher_levels_grow():
+    from pytest_rlaudit.plugin.options import SEVERITIES as OPTION_LEVELS
+
+    assert scenarios.SEVERITIES == OPTION_LEVELS == ("mild", "moderate", "severe")
+    mild, moderate, severe = (scenarios.preset(level) for level in scenarios.SEVERITIES)
+    assert [s.name for s in mild] == list(scenarios.DEFAULT)
+    assert [dict(s.params) for s in mild] == [dict(s.params) for s in
+                                             scenarios.resolve(scenarios.DEFAULT)]
+    by = {level: {s.name: s.params for s in suite}
+          for level, suite in zip(scenarios.SEVERITIES, (mild, moderate, severe), strict=True)}
+    for name, key in (("delay", "steps"), ("obs_noise", "sigma"), ("spike", "duration")):
+        assert by["mild"][name][key] < by["moderate"][name][key] < by["severe"][name][key]
+    assert {by[level]["speed_5x"]["k"] for level in by} == {5}
+
+
+def test_an_unknown_severity_names_the_levels():
+    with pytest.raises(UnknownScenarioError, match="severities: mild, moderate, severe"):
+        scenarios.preset("hard")

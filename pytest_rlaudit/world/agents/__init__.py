@@ -35,7 +35,7 @@ from .base import BasePolicy, Policy
 from .callables import CallablePolicy, RandomPolicy
 from .checkpoints import load_checkpoint
 from .needs import EnvNeeds
-from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper
+from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper, normalizes
 from .sb3 import SB3Policy, load_sb3
 from .torch import MIN_TORCH_ROWS, TorchPolicy
 
@@ -49,6 +49,7 @@ __all__ = [
     "PolicyWrapper",
     "FrameStackPolicy",
     "NormalizedPolicy",
+    "normalizes",
     "EnvNeeds",
     "as_policy",
     "env_for",

@@ -29,7 +29,7 @@ from .base import BasePolicy, Policy
 from .pickles import unpickle
 
 __all__ = ["PolicyWrapper", "NormalizedPolicy", "FrameStackPolicy", "load_vec_normalize",
-           "stacked_space", "STATS_FILES"]
+           "stacked_space", "STATS_FILES", "normalizes"]
 
 
 class PolicyWrapper(BasePolicy):
@@ -103,6 +103,20 @@ class NormalizedPolicy(PolicyWrapper):
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
         return self.policy.act(self.vec_normalize.normalize_obs(obs), states)
+
+
+def normalizes(policy: Any) -> bool:
+    """Whether ``policy`` normalises its observations (a VecNormalize in front of it).
+
+    >>> from pytest_rlaudit.world.agents import as_policy
+    >>> normalizes(as_policy("random"))
+    False
+    """
+    while policy is not None:
+        if isinstance(policy, NormalizedPolicy):
+            return True
+        policy = policy.__dict__.get("policy") if isinstance(policy, PolicyWrapper) else None
+    return False
 
 
 def _stack_axis(space: spaces.Box) -> int:

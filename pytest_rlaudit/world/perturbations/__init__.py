@@ -27,9 +27,11 @@ episode limits count environment steps: CartPole under ``Speed(k=5)`` still ends
 from __future__ import annotations
 
 from .action import ActionDelay, ActionNoise, StickyAction
+from .adversarial import AdversarialObservation
 from .base import Perturbation, seed_perturbations
 from .dynamics import Dynamics
 from .observation import DroppedObservation, ObservationDelay, ObservationNoise
+from .push import Push
 from .timing import Jitter, Scheduled, Speed, SpeedSchedule, spike
 
 __all__ = [
@@ -42,9 +44,11 @@ __all__ = [
     "ObservationDelay",
     "ObservationNoise",
     "DroppedObservation",
+    "AdversarialObservation",
     "ActionNoise",
     "StickyAction",
     "ActionDelay",
     "Dynamics",
+    "Push",
     "seed_perturbations",
 ]

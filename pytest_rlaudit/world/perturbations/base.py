@@ -14,7 +14,7 @@ from ..._seeding import stable_hash
 from ...errors import PerturbationError
 
 __all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation",
-           "held_frame"]
+           "held_frame", "check_scale", "SCALES"]
 
 try:
     from gymnasium.wrappers import RepeatAction
@@ -43,10 +43,41 @@ def hold(env: gym.Env, action: Any, k: int) -> tuple[Any, float, bool, bool, dic
     return obs, total, terminated, truncated, info
 
 
-def noisy_observation(obs: Any, sigma: float, rng: np.random.Generator,
+#: What a noise ``sigma`` is measured in (see ObservationNoise).
+SCALES = ("relative", "absolute")
+
+
+def check_scale(owner: str, scale: Any, spread: Any,
+                space: spaces.Space) -> tuple[str, tuple[float, ...] | None]:
+    """``(scale, spread)`` checked: relative noise needs one finite spread >= 0 per
+    observation element (audits calibrate it); absolute noise takes none."""
+    if scale not in SCALES:
+        raise PerturbationError(f"{owner}: scale must be 'relative' or 'absolute', got {scale!r}")
+    if scale == "absolute":
+        if spread is not None:
+            raise PerturbationError(f"{owner}: spread is for scale='relative'; absolute noise "
+                                    "is in raw observation units")
+        return scale, None
+    if spread is None:
+        raise PerturbationError(
+            f"{owner}(scale='relative') needs spread=: each observation element's standard "
+            "deviation in the nominal episodes (audit() and assert_robust calibrate it; "
+            "pytest_rlaudit.world.calibration.observation_spread computes it), or "
+            "scale='absolute' for raw units")
+    values = np.asarray(spread, dtype=np.float64).ravel()
+    size = int(np.prod(getattr(space, "shape", ()) or (1,)))
+    if values.size != size or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise PerturbationError(
+            f"{owner}: spread must hold {size} finite values >= 0 (one per observation "
+            f"element of {space}), got {values.size} values")
+    return scale, tuple(float(v) for v in values)
+
+
+def noisy_observation(obs: Any, sigma: float | np.ndarray, rng: np.random.Generator,
                       space: spaces.Box) -> np.ndarray:
     """``obs`` (an observation of ``space``) plus i.i.d. Gaussian noise, in its dtype.
 
+    ``sigma`` is a number or one std per element (relative noise, see ObservationNoise).
     One standard normal per element is drawn whatever ``sigma`` and dtype, so the stream
     does not depend on them. The rule depends on the dtype:
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from .base import (
     Perturbation,
     _float_arg,
     _int_arg,
     _require_box_obs,
+    check_scale,
     held_frame,
     noisy_observation,
 )
@@ -56,30 +59,55 @@ class ObservationDelay(Perturbation, gym.Wrapper):
 
 
 class ObservationNoise(Perturbation, gym.Wrapper):
-    """I.i.d. Gaussian noise of std ``sigma`` added to every step observation.
+    """I.i.d. Gaussian noise added to every step observation (the reset one is clean).
 
-    The reset observation is clean. Float observations get noise in their own units, not
-    clipped to the observation space (a real sensor's noise isn't); integer ones (images)
-    get ``sigma`` x the space's range, rounded and clipped, keeping dtype and bounds (the
-    rule and why: :func:`noisy_observation`). Gymnasium has no such wrapper for state
-    observations.
+    ``scale`` says what ``sigma`` is measured in:
+
+    - ``"absolute"`` (the wrapper's default): raw observation units, the established
+      timing audit's semantics. Float observations are not clipped to the observation
+      space (a real sensor's noise isn't).
+    - ``"relative"``: a fraction of each dimension's ``spread`` (a sequence, one value per
+      observation element: the standard deviation of that element over the audit's
+      nominal observations, which audits calibrate and pass in). So ``sigma=0.1`` means
+      the same on every env: a tenth of what the dimension normally varies, whether it is
+      MountainCar's velocity (about 0.01) or a joint angle. The ``obs_noise`` scenario
+      uses it. An element constant in the nominal episodes gets no noise.
+
+    Integer observations (images) get ``sigma`` x the space's range in either scale,
+    rounded and clipped, keeping dtype and bounds (see :func:`noisy_observation`).
+    Gymnasium has no such wrapper for state observations.
 
     >>> import gymnasium as gym
     >>> env = ObservationNoise(gym.make("CartPole-v1"), sigma=0.1)
     >>> obs, _ = env.reset(seed=0)
     >>> env.step(0)[0].dtype
     dtype('float32')
+    >>> env = ObservationNoise(gym.make("CartPole-v1"), sigma=0.1, scale="relative",
+    ...                        spread=[0.5, 0.3, 0.05, 0.4])
+    >>> env.noise_std.round(6).tolist()
+    [0.05, 0.03, 0.005, 0.04]
     """
 
-    def __init__(self, env: gym.Env, sigma: float = 0.1) -> None:
+    def __init__(self, env: gym.Env, sigma: float = 0.1, scale: str = "absolute",
+                 spread: Sequence[float] | None = None) -> None:
         self.sigma = _float_arg("ObservationNoise", "sigma", sigma)
         _require_box_obs("ObservationNoise", env)
-        self._init_perturbation(sigma=self.sigma)
+        self.scale, self.spread = check_scale("ObservationNoise", scale, spread,
+                                              env.observation_space)
+        # Recorded as given: an absolute noise's spec stays what it always was.
+        relative = {} if self.scale == "absolute" else {"scale": self.scale, "spread": self.spread}
+        self._init_perturbation(sigma=self.sigma, **relative)
         gym.Wrapper.__init__(self, env)
+        # One std per element: sigma itself (absolute, and integer observations, whose
+        # unit is the range), or sigma x the element's spread.
+        integer = np.issubdtype(env.observation_space.dtype, np.integer)
+        self.noise_std = self.sigma if self.spread is None or integer else (
+            self.sigma * np.asarray(self.spread, dtype=np.float64).reshape(
+                env.observation_space.shape))
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        noisy = noisy_observation(obs, self.sigma, self.rng, self.observation_space)
+        noisy = noisy_observation(obs, self.noise_std, self.rng, self.observation_space)
         return noisy, reward, terminated, truncated, info
 
 
