@@ -108,6 +108,8 @@ def main() -> int:
     parser.add_argument("--cartpole-episodes", type=int, default=30)
     parser.add_argument("--no-tolerance", action="store_true",
                         help="skip the tolerance curves")
+    parser.add_argument("--no-cartpole", action="store_true",
+                        help="skip the CartPole agents' tolerance curves")
     args = parser.parse_args()
     if not args.agent.exists():
         print(f"error: no agent at {args.agent}; train one with "
@@ -154,9 +156,10 @@ def main() -> int:
     else:
         section("3. tolerance curves")
         runs = [(agent, env, name, common) for name in ("obs_noise", "push")]
-        cartpole = {"episodes": args.cartpole_episodes, "seed": args.seed}
-        runs += [(str(path), "CartPole-v1", name, cartpole)
-                 for path in CARTPOLE_AGENTS for name in ("obs_noise", "delay", "jitter")]
+        if not args.no_cartpole:
+            cartpole = {"episodes": args.cartpole_episodes, "seed": args.seed}
+            runs += [(str(path), "CartPole-v1", name, cartpole)
+                     for path in CARTPOLE_AGENTS for name in ("obs_noise", "delay", "jitter")]
         for who, where, name, kwargs in runs:
             curve, seconds = timed(tolerance, who, where, name, **kwargs)
             walls.append((f"tolerance {name} {Path(who).name} on {where}", seconds))
