@@ -34,6 +34,7 @@ import numpy as np
 
 from .._format import fixed
 from ..stats import degradation_p_value, holm, ratio, ratio_change_ci
+from ..world.calibration import definition
 from .tolerances import Metric, Tolerance, parse_tolerance
 
 __all__ = ["Tolerance", "parse_tolerance", "Change", "Comparison", "compare_scenario",
@@ -296,7 +297,10 @@ def _pairing_problem(base: dict[str, Any], rec: dict[str, Any]) -> str | None:
         return (f"the baseline used {_seeds(base['seeds'])}, this run {_seeds(rec['seeds'])}; "
                 "paired comparison needs the same episode seeds: run with the baseline's "
                 "--rl-seed and --rl-episodes (or rl_episodes marker), or save a new baseline")
-    if base.get("scenario") != rec.get("scenario") or base.get("params") != rec.get("params"):
+    # A spread calibrated on each run's own nominal episodes may differ (another agent
+    # keeps the pole stiller); the scenario is the same when its chosen parameters are.
+    if base.get("scenario") != rec.get("scenario") or definition(
+            base.get("params") or {}) != definition(rec.get("params") or {}):
         return (f"the baseline audited scenario {base.get('scenario')!r} "
                 f"{base.get('params') or ''}, this run {rec.get('scenario')!r} "
                 f"{rec.get('params') or ''}")

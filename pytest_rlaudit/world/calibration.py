@@ -18,7 +18,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["observation_spread"]
+__all__ = ["observation_spread", "CALIBRATED", "definition"]
+
+#: Scenario parameters measured on each run's own nominal episodes, not chosen: two runs of
+#: one scenario definition (``obs_noise``, sigma 0.1 of the spread) differ in them when
+#: their agents do, and still audit the same scenario.
+CALIBRATED = ("spread",)
+
+
+def definition(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` without the calibrated ones: what makes two runs the same scenario.
+
+    >>> definition({"sigma": 0.1, "scale": "relative", "spread": [0.5, 0.2]})
+    {'sigma': 0.1, 'scale': 'relative'}
+    """
+    return {k: v for k, v in params.items() if k not in CALIBRATED}
 
 
 def observation_spread(episodes: Iterable[Sequence[Any]]) -> tuple[float, ...] | None:

@@ -391,3 +391,17 @@ def test_non_finite_actions_are_reported_as_such():
 def test_bad_collapse_arguments_are_clear_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         assert_no_policy_collapse(robust, "CartPole-v1", **kwargs)
+
+
+def test_a_spread_calibrated_on_each_run_does_not_stop_the_pairing():
+    nominal, perturbed = _episodes()
+    noise = {"sigma": 0.1, "scale": "relative"}
+    base = [{**_record("t::x", "obs_noise", perturbed, nominal),
+             "params": {**noise, "spread": [0.02, 0.14, 0.006, 0.2]}}]
+    other_agent = [{**_record("t::x", "obs_noise", perturbed, nominal),
+                    "params": {**noise, "spread": [0.35, 0.15, 0.005, 0.2]}}]
+    assert not compare_records(base, other_agent).mismatches
+    louder = [{**_record("t::x", "obs_noise", perturbed, nominal),
+               "params": {**noise, "sigma": 0.3, "spread": [0.02, 0.14, 0.006, 0.2]}}]
+    (mismatch,) = compare_records(base, louder).mismatches
+    assert "'sigma': 0.3" in mismatch
