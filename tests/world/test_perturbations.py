@@ -276,6 +276,11 @@ def test_noise_needs_array_observations():
 
 # ------------------------------------------------- every wrapper: rebuilt and replayed
 #: (id, make the wrapped env, the arguments it was given, as its spec must record them)
+# The generic wrapper tests below (recorded arguments, seeding) run AdversarialObservation
+# with no agent attached, where it passes observations through and says so; the attack
+# itself is tested in test_adversarial.py.
+_UNATTACHED = pytest.mark.filterwarnings("ignore:AdversarialObservation has no policy")
+
 EVERY_WRAPPER = [
     ("Speed", lambda: Speed(gym.make("CartPole-v1"), k=3), {"k": 3}),
     ("Push", lambda: Push(gym.make("CartPole-v1"), strength=1.0, duration=2, interval=3),
@@ -327,6 +332,7 @@ def test_every_wrapper_is_covered():
     assert public <= covered, public - covered
 
 
+@_UNATTACHED
 @pytest.mark.parametrize(("make", "arguments"), [(m, a) for _, m, a in EVERY_WRAPPER],
                          ids=[name for name, _, _ in EVERY_WRAPPER])
 def test_gymnasium_rebuilds_every_wrapper_from_its_spec_with_its_own_arguments(make, arguments):
@@ -340,6 +346,7 @@ def test_gymnasium_rebuilds_every_wrapper_from_its_spec_with_its_own_arguments(m
     assert _trajectory(rebuilt, seed=4) == _trajectory(env, seed=4)
 
 
+@_UNATTACHED
 @pytest.mark.parametrize("make", [m for _, m, _ in EVERY_WRAPPER],
                          ids=[name for name, _, _ in EVERY_WRAPPER])
 def test_a_standalone_wrapper_reset_with_a_seed_replays_the_same_perturbations(make):
