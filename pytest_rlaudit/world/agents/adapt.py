@@ -94,8 +94,8 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
 
 
 def _check_no_stats_needed(model: Any, what: str) -> None:
-    """Refuse to audit, without a word, a model trained with VecNormalize whose statistics
-    were not found: it would see unscaled observations and be rated on that."""
+    """Stop at a model trained with VecNormalize whose statistics were not found, rather
+    than audit it silently on unscaled observations (and rate it on that)."""
     if trained_with_vec_normalize(model):
         raise PolicyError(
             f"{what} was trained inside a VecNormalize (its saved training state says so), but "
