@@ -40,7 +40,7 @@ from ..stats import (
 )
 from ..world import scenarios as registry
 from ..world.agents import as_policy, env_for, normalizes
-from ..world.calibration import observation_spread
+from ..world.calibration import definition, observation_spread
 from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
 
@@ -107,7 +107,9 @@ def _scenario_expr(result: ScenarioResult) -> str:
         registered = registry.get(result.name)
     except LookupError:
         return "scenario"
-    changed = {k: v for k, v in result.params.items() if registered.params.get(k) != v}
+    # a calibrated spread is measured again, the same, on the same seeds: not an argument
+    changed = {k: v for k, v in definition(result.params).items()
+               if registered.params.get(k) != v}
     if not changed:
         return repr(result.name)
     args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
@@ -230,16 +232,14 @@ def check_robust(
     spec = _cached(cache, ("env", env if isinstance(env, str) else id(env), id(policy)),
                    lambda: (env, env_for(policy, env)))[1]
     # Before any rollout (not after the cached nominal ones); once per scenario and env.
-    _cached(cache, ("applicable", chosen.name, repr(chosen), id(spec)),
+    _cached(cache, ("applicable", repr(chosen), id(spec)),
             lambda: registry.check_applicable([chosen], spec.make))
     # The random policy runs on every episode the reference may need, else on the first
     # round's, which the agent must beat.
-    random = _cached(cache, ("random", id(spec), seed,
-                             max_episodes or episodes if reference == "random" else episodes,
-                             max_steps),
-                     lambda: random_returns(
-                         spec, max_episodes or episodes if reference == "random" else episodes,
-                         seed=seed, batch_size=batch_size, max_steps=max_steps))
+    n_random = max_episodes or episodes if reference == "random" else episodes
+    random = _cached(cache, ("random", id(spec), seed, n_random, max_steps),
+                     lambda: random_returns(spec, n_random, seed=seed, batch_size=batch_size,
+                                            max_steps=max_steps))
     ref = reference_score(reference, random)
     # (threshold, strict, rating band): rating bands are strict (PASS means ratio > 0.95)
     gates: list[tuple[float, bool, str | None]] = []

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
 
 from ...errors import AgentWarning, PolicyError
 from ..envs import AuditEnv, EnvLike, env_spec
@@ -78,21 +79,21 @@ class EnvNeeds:
         An env other than the one the agent was trained on is a warning, not an error
         (``LunarLander-v3`` for a zoo folder of ``LunarLander-v2``).
         """
-        spec = env_spec(env)
-        if spec.needs == self:
-            return spec
+        if isinstance(env, AuditEnv) and env.needs == self:
+            return env
+        source = env.source if isinstance(env, AuditEnv) else (
+            env if isinstance(env, (str, EnvSpec)) else None)
+        # One spec, made (and checked) once: with the keyword arguments when they can go in.
+        with_kwargs = bool(self.env_kwargs) and source is not None
+        spec = env_spec(source, **dict(self.env_kwargs)) if with_kwargs else env_spec(env)
         self._note_other_env(spec.name)
-        if self.env_kwargs:
-            if spec.source is not None:
-                spec = env_spec(spec.source, **dict(self.env_kwargs))
-            else:
-                warnings.warn(AgentWarning(
-                    f"the agent was trained with env_kwargs {dict(self.env_kwargs)}, which cannot "
-                    f"be passed to the env factory {spec.name!r}: make sure it builds the env with "
-                    "them"), stacklevel=3)
-        inner = spec
-        factory = (lambda: self.wrap(inner.make())) if self.wrappers else inner.factory
-        return AuditEnv(inner.name, factory, source=inner.source, needs=self)
+        if self.env_kwargs and source is None:
+            warnings.warn(AgentWarning(
+                f"the agent was trained with env_kwargs {dict(self.env_kwargs)}, which cannot "
+                f"be passed to the env factory {spec.name!r}: make sure it builds the env with "
+                "them"), stacklevel=3)
+        factory = (lambda: self.wrap(spec.make())) if self.wrappers else spec.factory
+        return AuditEnv(spec.name, factory, source=spec.source, needs=self)
 
     def _note_other_env(self, audited: str) -> None:
         if not self.trained_on or audited == self.trained_on or audited not in gym.registry:

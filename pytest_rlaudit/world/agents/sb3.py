@@ -196,9 +196,8 @@ def _zip_data(path: Path) -> dict[str, Any]:
         raise PolicyError(f"{str(path)!r} is not a stable-baselines3 model zip ({exc})") from exc
 
 
-def _algo_from_zip(path: Path) -> str:
-    """Read the algorithm from an SB3 zip: its policy class module and hyperparameters."""
-    data = _zip_data(path)
+def _algo_from_zip(path: Path, data: dict[str, Any]) -> str:
+    """The algorithm of an SB3 zip, from its ``data``: policy class module and settings."""
     module = str(data.get("policy_class", {}).get("__module__", ""))
     for prefix, algo in _BY_POLICY_MODULE.items():
         if module.startswith(prefix):
@@ -217,10 +216,9 @@ def _algo_from_zip(path: Path) -> str:
     )
 
 
-def _unreadable_spaces(path: Path) -> str | None:
-    """Why the spaces pickled in ``path`` cannot be read here (with gym read as
+def _unreadable_spaces(data: dict[str, Any]) -> str | None:
+    """Why the spaces pickled in a zip's ``data`` cannot be read here (with gym read as
     gymnasium), or None when they can."""
-    data = _zip_data(path)
     for key in ("observation_space", "action_space"):
         serialized = data.get(key, {}).get(":serialized:")
         if serialized is None:
@@ -250,10 +248,11 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
     if not path.is_file():
         raise PolicyError(f"agent file {str(path)!r} does not exist")
     given = algo is not None
-    algo = canonical_algo(algo) if algo else _algo_from_zip(path)
+    data = _zip_data(path)
+    algo = canonical_algo(algo) if algo else _algo_from_zip(path, data)
     cls = _algo_class(algo)
     custom: dict[str, Any] = dict(_SCHEDULES)
-    why = _unreadable_spaces(path)
+    why = _unreadable_spaces(data)
     if why is not None:
         if spaces_of_env is None:
             raise PolicyError(
