@@ -20,7 +20,7 @@ import math
 import numbers
 from typing import Any
 
-__all__ = ["integer", "number", "bounds"]
+__all__ = ["integer", "number", "bounds", "workers"]
 
 
 def integer(name: str, value: Any, *, minimum: int, why: str = "",
@@ -57,3 +57,18 @@ def bounds(low: float = -math.inf, high: float = math.inf, *, low_open: bool = F
 
 def _subject(name: str) -> str:
     return f"{name} " if name else ""
+
+
+def workers(value: Any, *, error: type[Exception] = ValueError) -> int | str | None:
+    """A worker count as given: ``None``, ``"auto"`` or an integer >= 0 (text is parsed,
+    for options and ini keys), else ``error``."""
+    if value is None or value == "auto":
+        return value
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            pass
+    return integer("workers" if error is ValueError else "", value, minimum=0,
+                   why=' or "auto" (one worker process per core)', error=error)
+

@@ -131,7 +131,8 @@ def tolerance(
     parameter. ``min_ratio`` is the line a value's ratio must reach to be tolerated.
 
     All values are audited together by :func:`audit` (the remaining keyword arguments go
-    to it: ``reference``, ``confidence``, ``batch_size``, ``thresholds``, ``max_steps``),
+    to it: ``reference``, ``confidence``, ``batch_size``, ``thresholds``, ``max_steps``,
+    ``workers``, ``backend``),
     so they share one set of nominal episodes, and the same ``seed`` gives the same
     curve. Each value is its own scenario,
     ``"delay[steps=2]"``, since a scenario's name keys its random streams; the scenario's

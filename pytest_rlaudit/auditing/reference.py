@@ -19,14 +19,15 @@ pytest_rlaudit.errors.MisloadedAgentError: agent a does no better than random ac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .._format import fixed
 from ..errors import MisloadedAgentError
-from ..rollout.runner import DEFAULT_MAX_STEPS, run_episodes
+from ..rollout.runner import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
 from ..world.agents import as_policy
 from ..world.envs import AuditEnv
 from ..world.scenarios import NOMINAL
@@ -58,14 +59,14 @@ def check_reference_arg(reference: Any) -> None:
         raise ValueError(f"reference must be a finite number or 'random', got {reference!r}")
 
 
-def random_returns(env: AuditEnv, episodes: int | Sequence[int], *, seed: int,
-                   batch_size: int | None = None,
-                   max_steps: int = DEFAULT_MAX_STEPS) -> np.ndarray:
+def random_returns(env: AuditEnv, episodes: int | Sequence[int], *, seed: int = 0,
+                   batch_size: int | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+                   run: Callable[..., dict[str, EpisodeBatch]] | None = None) -> np.ndarray:
     """Returns of a uniform random policy on ``episodes`` (a count or indices), episode
-    ``i`` reset with env seed ``seed + i`` as in the audit."""
-    batch = run_episodes(as_policy("random"), env, [NOMINAL], episodes, seed=seed,
-                         batch_size=batch_size, max_steps=max_steps)["nominal"]
-    return batch.returns
+    ``i`` reset with env seed ``seed + i`` as in the audit. ``run``: the audit's own
+    :func:`run_episodes` with its settings bound (seed, workers, backend), if given."""
+    run = run or partial(run_episodes, seed=seed, batch_size=batch_size, max_steps=max_steps)
+    return run(as_policy("random"), env, [NOMINAL], episodes)["nominal"].returns
 
 
 def reference_score(reference: float | str, random: np.ndarray) -> float:

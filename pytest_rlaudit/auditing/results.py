@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,13 @@ import numpy as np
 from .._checks import integer
 from .._format import fixed, interval, p_value
 from .._seeding import stable_hash
-from ..rollout.runner import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
+from ..rollout.runner import (
+    DEFAULT_MAX_STEPS,
+    EpisodeBatch,
+    check_backend,
+    check_workers,
+    run_episodes,
+)
 from ..stats import (
     DEFAULT_THRESHOLDS,
     Thresholds,
@@ -298,6 +305,8 @@ def audit(
     *,
     thresholds: Thresholds | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
+    workers: int | str | None = None,
+    backend: str = "local",
 ) -> AuditResult:
     """Audit ``agent`` on ``env`` under ``scenarios`` (default: the deployment + stress suite).
 
@@ -307,6 +316,11 @@ def audit(
     ``ratio = (mean(perturbed) - ref) / (mean(nominal) - ref)``. ``thresholds`` sets the
     rating scale (default PASS > 0.95, MILD > 0.80, DEGRADED > 0.50).
 
+    ``workers`` (a count or ``"auto"``) steps the envs in worker processes while this
+    process makes the batched policy calls; ``backend="ray"`` runs shards of the episodes
+    on Ray actors (``workers`` of them; default: the cluster's CPUs). Neither changes a
+    number: see :func:`~pytest_rlaudit.rollout.runner.run_episodes`.
+
     >>> r = audit("random", "CartPole-v1", scenarios="speed_5x", episodes=2)
     >>> sorted(r.to_dict()["scenarios"])
     ['speed_5x']
@@ -315,6 +329,8 @@ def audit(
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     check_reference_arg(reference)
+    run = partial(run_episodes, seed=seed, batch_size=batch_size, max_steps=max_steps,
+                  workers=check_workers(workers), backend=check_backend(backend))
     chosen = [s for s in registry.resolve(scenarios) if s.name != NOMINAL.name]
     thresholds = thresholds or DEFAULT_THRESHOLDS
     policy = as_policy(agent, env=env)
@@ -322,12 +338,10 @@ def audit(
     registry.check_applicable(chosen, spec.make)  # before any rollout, not after nominal
     name = getattr(policy, "name", type(policy).__name__)
     started = time.perf_counter()
-    batches = run_episodes(policy, spec, [NOMINAL, *chosen], episodes, seed=seed,
-                           batch_size=batch_size, max_steps=max_steps)
+    batches = run(policy, spec, [NOMINAL, *chosen], episodes)
     # as run: a scenario sized by the observations' spread with the spread calibrated
     chosen = [s.with_params(**batches[s.name].params) for s in chosen]
-    random = random_returns(spec, episodes, seed=seed, batch_size=batch_size,
-                            max_steps=max_steps)
+    random = random_returns(spec, episodes, run=run)
     ref = reference_score(reference, random)
     nominal, results = summarise(batches["nominal"], {s: batches[s.name] for s in chosen},
                                  reference=ref,

@@ -62,7 +62,8 @@ def measure_curve(session: Any, item: pytest.Item, scenario: Any, policy: Any, s
     curve = tolerance(policy, spec, scenario, param=steps.param, values=values,
                       min_ratio=curve_min_ratio(gate), episodes=episodes["n"],
                       seed=settings.seed, reference=settings.reference,
-                      batch_size=settings.batch_size)
+                      batch_size=settings.batch_size, workers=settings.workers,
+                      backend=settings.backend)
     broken = curve.breaks_at is not None and curve.breaks_at <= curve.default
     passed = gate is None or not broken
     record = curve_record(item.nodeid, curve, gate, passed)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .._checks import integer, number
+from .._checks import integer, number, workers
 from ..auditing.tolerances import Tolerance, parse_tolerance  # light: no numpy
 from ..stats.ratings import MODES, RATINGS  # light: standard library only
 
@@ -89,6 +89,21 @@ def _severity(text: str) -> str:
     value = str(text).strip()
     if value not in SEVERITIES:
         raise argparse.ArgumentTypeError(f"must be one of {', '.join(SEVERITIES)}, got {text!r}")
+    return value
+
+
+#: Where episodes run (kept here as text, as SEVERITIES; a test checks they match).
+BACKENDS = ("local", "ray")
+
+
+def _workers(text: str) -> int | str:
+    return workers(str(text).strip().lower(), error=argparse.ArgumentTypeError)
+
+
+def _backend(text: str) -> str:
+    value = str(text).strip().lower()
+    if value not in BACKENDS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(BACKENDS)}, got {text!r}")
     return value
 
 
@@ -177,6 +192,13 @@ OPTIONS: tuple[Option, ...] = (
            "a chart (PNG and SVG) to DIR.", "DIR"),
     Option("--rl-batch-size", _batch_size, None, "env slots stepped together per policy call "
            "(default 128).", "N"),
+    Option("--rl-workers", _workers, None, "step the envs in N worker processes (or auto: one "
+           "per core) while one process makes the batched policy calls; for envs that cost "
+           "more than the agent (MuJoCo). With --rl-backend ray: the number of Ray actors. "
+           "Never changes a number.", "N"),
+    Option("--rl-backend", _backend, "local", "where episodes run: local (this machine) or "
+           "ray (shards of episodes on Ray actors; RAY_ADDRESS selects a cluster; pip install "
+           "'pytest-rlaudit[ray]'). Never changes a number.", "BACKEND"),
     Option("--rl-save", _text, None, "save this run's audit results (per-episode returns with "
            "their seeds, ratios, intervals, ratings; agent, env, options, machine) to PATH, a "
            "baseline for --rl-compare.", "PATH"),
@@ -250,6 +272,8 @@ class Settings:
     fail_stress: bool
     report: str | None
     batch_size: int | None
+    workers: int | str | None
+    backend: str
     save: str | None
     compare: str | None
     compare_fail: tuple[Tolerance, ...]

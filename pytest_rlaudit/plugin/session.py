@@ -231,7 +231,7 @@ class AuditSession:
             episodes=episodes["n"], max_episodes=episodes["max_n"],
             target_ci_width=episodes["target_ci_width"], seed=self.settings.seed,
             reference=self.settings.reference, batch_size=self.settings.batch_size,
-            cache=self.cache)
+            workers=self.settings.workers, backend=self.settings.backend, cache=self.cache)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):

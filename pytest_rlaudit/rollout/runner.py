@@ -21,16 +21,14 @@ order of the queue or the process that ran them.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from .._checks import integer
 from .._seeding import POLICY_STREAM, episode_seed_sequence
@@ -38,10 +36,17 @@ from ..errors import RolloutCapWarning, RolloutError
 from ..world.agents import Policy
 from ..world.calibration import observation_spread
 from ..world.envs import AuditEnv
-from ..world.perturbations import seed_perturbations
+from ..world.reuse import reset_is_exact
 from ..world.scenarios import NOMINAL, Scenario
+from .checks import ActionChecker, all_finite, check_obs, show
+from .slots import Finished, Job, Reply, SlotGroup, attach_policy, stack, where
+from .workers import LocalGroup, ProcessGroup, check_workers, resolve_workers, take_ready
 
-__all__ = ["EpisodeBatch", "run_episodes", "DEFAULT_MAX_STEPS", "DEFAULT_BATCH_SIZE"]
+__all__ = ["EpisodeBatch", "run_episodes", "check_backend", "check_workers", "BACKENDS", "DEFAULT_MAX_STEPS",
+           "DEFAULT_BATCH_SIZE"]
+
+#: Where pools of episodes run: this machine (in-process or worker processes), or Ray.
+BACKENDS = ("local", "ray")
 
 #: Cap on agent steps per episode; longer episodes are cut with a RolloutCapWarning.
 DEFAULT_MAX_STEPS = 10_000
@@ -87,136 +92,6 @@ class EpisodeBatch:
                             params=parts[0].params)
 
 
-class _StepCounter(gym.Wrapper):
-    """Records the reward of every environment step below the perturbations (they may
-    repeat actions, so an agent step can span several env steps)."""
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        self.rewards: list[float] = []
-
-    def reset(self, **kwargs: Any):
-        self.rewards = []
-        return self.env.reset(**kwargs)
-
-    def step(self, action: Any):
-        result = self.env.step(action)
-        self.rewards.append(result[1])
-        return result
-
-
-class _Slot:
-    __slots__ = ("acts", "counter", "env", "job", "obs", "ret", "seen", "state", "steps")
-
-    def __init__(self) -> None:
-        self.seen: list[Any] = []
-        self.acts: list[Any] = []
-        self.job: tuple[int, int] | None = None
-        self.env: gym.Env | None = None
-        self.counter: _StepCounter | None = None
-        self.obs: Any = None
-        self.state: Any = None
-        self.ret = 0.0
-        self.steps = 0
-
-
-def _attach_policy(env: gym.Env, policy: Policy) -> None:
-    """Hand ``policy`` to every wrapper in ``env``'s chain that attacks the agent itself
-    (``attach_policy``: adversarial observations). Once per env made, never per step."""
-    current: Any = env
-    while isinstance(current, gym.Wrapper):
-        attach = getattr(current, "attach_policy", None)
-        if attach is not None:
-            attach(policy)
-        current = current.env
-
-
-def _where(scenario: str, episode: int, seed: int, step: int) -> str:
-    return f"scenario {scenario!r}, episode {episode} (env seed {seed + episode}), agent step {step}"
-
-
-def _check_obs(obs: Any, scenario: str, episode: int, seed: int, step: int) -> None:
-    arrays = obs.values() if isinstance(obs, dict) else (obs,)
-    if not all(np.asarray(a).dtype.kind != "f" or np.isfinite(a).all() for a in arrays):
-        raise RolloutError(
-            f"the env returned a non-finite observation {obs!r} at {_where(scenario, episode, seed, step)}",
-            scenario=scenario, episode=episode, step=step,
-        )
-
-
-def _show(action: Any) -> str:
-    value = np.asarray(action)
-    return repr(value.tolist()) if value.dtype != object else repr(action)
-
-
-def _all_finite(batch: Any) -> bool:
-    arrays = batch.values() if isinstance(batch, dict) else (batch,)
-    return all(a.dtype.kind != "f" or bool(np.isfinite(a).all()) for a in arrays)
-
-
-def _stack(observations: list[Any]) -> Any:
-    first = observations[0]
-    if isinstance(first, dict):
-        return {k: np.stack([o[k] for o in observations]) for k in first}
-    return np.stack(observations)
-
-
-class _ActionChecker:
-    """Vectorised validation of a batch of actions against the env's action space."""
-
-    def __init__(self, space: spaces.Space) -> None:
-        self.space = space
-        if isinstance(space, spaces.Discrete):
-            self.kind = "discrete"
-            self.low, self.high = int(space.start), int(space.start + space.n - 1)
-        elif isinstance(space, spaces.Box):
-            self.kind = "box"
-        else:
-            self.kind = "generic"
-
-    def __call__(self, actions: Any, n: int) -> tuple[np.ndarray | list[Any], int | None]:
-        """Return the actions to step with and the index of the first bad one (or None)."""
-        if self.kind == "generic":
-            acts = list(actions)
-            if len(acts) != n:
-                raise ValueError(f"the agent returned {len(acts)} actions for {n} observations")
-            for i, a in enumerate(acts):
-                if not self.space.contains(a):
-                    return acts, i
-            return acts, None
-        acts = np.asarray(actions)
-        if self.kind == "discrete":
-            if acts.ndim == 2 and acts.shape[1] == 1:
-                acts = acts[:, 0]
-            if acts.shape != (n,):
-                raise ValueError(
-                    f"the agent returned actions of shape {acts.shape} for {n} observations; "
-                    f"a Discrete action space needs shape ({n},)"
-                )
-            if acts.dtype.kind == "f":
-                integral = np.isfinite(acts) & (acts == np.round(acts))
-                if not integral.all():
-                    return acts, int(np.argmin(integral))
-                acts = acts.astype(np.int64)
-            elif acts.dtype.kind not in "iub":
-                return acts, 0
-            bad = (acts < self.low) | (acts > self.high)
-            return acts, (int(np.argmax(bad)) if bad.any() else None)
-        shape = (n, *self.space.shape)
-        if acts.shape != shape:
-            if acts.size == math.prod(shape):
-                acts = acts.reshape(shape)
-            else:
-                raise ValueError(
-                    f"the agent returned actions of shape {acts.shape} for {n} observations; "
-                    f"this Box action space needs shape {shape}"
-                )
-        acts = acts.astype(self.space.dtype, copy=False)
-        ok = (np.isfinite(acts) & (acts >= self.space.low) & (acts <= self.space.high))
-        ok = ok.reshape(n, -1).all(axis=1)
-        return acts, (int(np.argmin(ok)) if not ok.all() else None)
-
-
 def run_episodes(
     policy: Policy,
     env: AuditEnv,
@@ -227,6 +102,8 @@ def run_episodes(
     batch_size: int | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     record: bool | Collection[str] = False,
+    workers: int | str | None = None,
+    backend: str = "local",
 ) -> dict[str, EpisodeBatch]:
     """Run ``episodes`` of every scenario with ``policy``, batched, and return them by name.
 
@@ -237,25 +114,57 @@ def run_episodes(
     scenarios named. Exceptions from the agent or the env are re-raised as
     :class:`RolloutError` naming scenario, episode and step.
 
+    Where the work runs never changes a number. ``workers`` (``None``: none; a count, or
+    ``"auto"``: one per core) steps the env slots in that many worker processes while
+    this process makes the batched policy calls (:mod:`.workers`; for envs that cost more
+    than the policy, such as MuJoCo). ``backend="ray"`` runs shards of the episodes on
+    Ray actors instead, each with its own copy of the agent (``workers`` actors; default:
+    the cluster's CPUs; :mod:`.ray_pool`).
+
     Scenarios sized by the observations' spread (``needs_spread``, such as ``obs_noise``)
     are calibrated on the nominal episodes of the same indices: those run first (with the
     other scenarios, in one pool; added if not asked for), then the calibrated ones.
     Each batch's ``params`` say what its scenario ran with.
     """
+    pool = _pool(workers, backend)
     later = [s for s in scenarios if s.needs_spread]
     if not later:
-        return _run_pool(policy, env, scenarios, episodes, seed=seed, batch_size=batch_size,
-                         max_steps=max_steps, record=record)
+        return pool(policy, env, scenarios, episodes, seed=seed, batch_size=batch_size,
+                    max_steps=max_steps, record=record)
     first = [s for s in scenarios if not s.needs_spread]
     if not any(s.name == NOMINAL.name for s in first):
         first.insert(0, NOMINAL)
     recorded = set(s.name for s in scenarios) if record is True else set(record or ())
-    out = _run_pool(policy, env, first, episodes, seed=seed, batch_size=batch_size,
-                    max_steps=max_steps, record=recorded | {NOMINAL.name})
+    out = pool(policy, env, first, episodes, seed=seed, batch_size=batch_size,
+               max_steps=max_steps, record=recorded | {NOMINAL.name})
     spread = observation_spread(out[NOMINAL.name].observations)
-    out.update(_run_pool(policy, env, [s.calibrated(spread) for s in later], episodes,
-                         seed=seed, batch_size=batch_size, max_steps=max_steps, record=recorded))
+    out.update(pool(policy, env, [s.calibrated(spread) for s in later], episodes,
+                    seed=seed, batch_size=batch_size, max_steps=max_steps, record=recorded))
     return {s.name: out[s.name] for s in scenarios}
+
+
+def _pool(workers: int | str | None, backend: str) -> Any:
+    """The function that runs one pool of slots, for ``backend`` and ``workers``."""
+    check_backend(backend)
+    if backend == "ray":
+        from .ray_pool import run_pool_on_ray
+
+        actors = None if workers in (None, "auto") else resolve_workers(workers) or None
+        return partial(_on_ray, run_pool_on_ray, actors)
+    return partial(_run_pool, workers=resolve_workers(workers))
+
+
+def _on_ray(run: Any, actors: int | None, policy: Policy, env: AuditEnv,
+            scenarios: Sequence[Scenario], episodes: int | Sequence[int], **kwargs: Any) -> Any:
+    indices = list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
+    return run(policy, env, scenarios, indices, workers=actors, **kwargs)
+
+
+def check_backend(backend: Any) -> str:
+    """``backend`` if it is one of :data:`BACKENDS`, else a ValueError naming them."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+    return backend
 
 
 def _run_pool(
@@ -268,8 +177,10 @@ def _run_pool(
     batch_size: int | None,
     max_steps: int,
     record: bool | Collection[str],
+    workers: int = 0,
 ) -> dict[str, EpisodeBatch]:
-    """:func:`run_episodes` of scenarios that need no calibration: one pool of slots."""
+    """:func:`run_episodes` of scenarios that need no calibration: one pool of slots,
+    stepped here (``workers=0``) or in ``workers`` worker processes (:mod:`.workers`)."""
     indices = list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
     if not indices or min(indices) < 0:
         raise ValueError(f"episodes must be a count >= 1 or non-negative indices, got {episodes!r}")
@@ -279,186 +190,175 @@ def _run_pool(
     batch_size = integer("batch_size", DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
                          minimum=1)
     integer("max_steps", max_steps, minimum=1)
-    # One function on purpose: the slots, the queue and the per-episode arrays are the
-    # state every phase below shares (fill a slot, one batched policy call, step every
-    # slot, finish an episode); the helpers close over them rather than pass a dozen
-    # arguments per env step on the hot path (bench_rollout.py holds it at the floor).
+    n_eps = len(indices)
+    jobs: deque[Job] = deque((s, e) for s in range(len(scenarios)) for e in range(n_eps))
+    reuse = reset_is_exact(env)
 
+    # The policy learns the env's spaces from one env made here (and so do the workers,
+    # which must keep them); that env then serves the in-process pool.
+    probe = SlotGroup(env, scenarios, indices, seed=seed, max_steps=max_steps,
+                      slots=min(batch_size, len(jobs)) if not workers else 0, reuse=reuse)
+    try:
+        first = probe.make(0)
+        if hasattr(policy, "bind"):
+            policy.bind(first[0].observation_space, first[0].action_space)
+        attach_policy(first[0], policy)
+        probe.policy = policy
+        if workers:
+            probe.close()
+            groups = _worker_groups(policy, env, scenarios, indices, probe.spaces, workers,
+                                    seed=seed, max_steps=max_steps, slots=batch_size,
+                                    jobs=len(jobs), reuse=reuse)
+        else:
+            probe.free[0] = [first]
+            groups = [LocalGroup(probe)]
+        return _drive(policy, groups, jobs, scenarios, indices, seed=seed, max_steps=max_steps,
+                      record=record, space=probe.spaces[1])
+    finally:
+        probe.close()
+
+
+def _worker_groups(policy: Policy, env: AuditEnv, scenarios: Sequence[Scenario],
+                   indices: list[int], spaces: Any, workers: int, *, seed: int,
+                   max_steps: int, slots: int, jobs: int, reuse: bool) -> list[Any]:
+    """``workers`` process groups sharing ``slots`` env slots (at least one each)."""
+    count = max(1, min(workers, jobs))
+    sizes = [len(part) for part in np.array_split(np.arange(max(slots, count)), count)]
+
+    def build(size: int):
+        return lambda: SlotGroup(env, scenarios, indices, seed=seed, max_steps=max_steps,
+                                 slots=size, reuse=reuse, spaces=spaces, policy=policy)
+
+    groups: list[Any] = []
+    try:
+        for size in sizes:
+            groups.append(ProcessGroup(build(size), size))
+    except BaseException:
+        for group in groups:
+            group.close()
+        raise
+    return groups
+
+
+def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Sequence[Scenario],
+           indices: list[int], *, seed: int, max_steps: int, record: bool | Collection[str],
+           space: Any) -> dict[str, EpisodeBatch]:
+    """The runner's half of the pool: hand out jobs, make every policy call, gather results.
+
+    Groups take turns (receive a group's observations, act, send its actions), so with
+    worker processes the envs of the other groups step while this process acts.
+    """
+    # One function on purpose: the per-episode arrays, the policy states and the records
+    # are the state every phase shares; the helpers close over them rather than pass a
+    # dozen arguments per decision step on the hot path (bench_rollout.py holds it at the
+    # floor).
     names = [s.name for s in scenarios]
     recorded = [record is True or (not isinstance(record, bool) and name in record)
                 for name in names]
-    n_eps = len(indices)
-    returns = np.zeros((len(scenarios), n_eps), dtype=np.float64)
-    lengths = np.zeros((len(scenarios), n_eps), dtype=np.int64)
-    env_steps = np.zeros((len(scenarios), n_eps), dtype=np.int64)
-    capped = np.zeros((len(scenarios), n_eps), dtype=bool)
-    traces: list[list[np.ndarray]] = [[np.empty(0)] * n_eps for _ in scenarios]
-    seen: list[list[Any]] = [[()] * n_eps for _ in scenarios]
-    chosen: list[list[Any]] = [[()] * n_eps for _ in scenarios]
-
-    queue: deque[tuple[int, int]] = deque(
-        (s, e) for s in range(len(scenarios)) for e in range(n_eps)
-    )
-    free: dict[int, list[tuple[gym.Env, _StepCounter]]] = {s: [] for s in range(len(scenarios))}
-    made: list[gym.Env] = []
-    base_ids: set[int] = set()
-    bound = False  # once the policy is bound, every env made gets it attached (make reads it)
-
-    def make(s: int) -> tuple[gym.Env, _StepCounter]:
-        if free[s]:
-            return free[s].pop()
-        base = env.make()
-        if id(base) in base_ids:
-            raise ValueError(
-                f"the env factory for {env.name!r} returned the same env object twice; it must "
-                "build a new env on each call (the audit runs several envs side by side)"
-            )
-        base_ids.add(id(base))
-        counter = _StepCounter(base)
-        try:
-            wrapped = scenarios[s].wrap(counter)
-        except Exception:
-            base.close()
-            raise
-        made.append(wrapped)
-        if made[0] is not wrapped and (wrapped.observation_space != made[0].observation_space
-                                       or wrapped.action_space != made[0].action_space):
-            raise ValueError(
-                f"scenario {names[s]!r} changes the env's spaces (observations "
-                f"{wrapped.observation_space}, actions {wrapped.action_space}; nominal: "
-                f"{made[0].observation_space}, {made[0].action_space}); the same agent must run "
-                "every scenario, so a perturbation has to keep the spaces"
-            )
-        if bound:
-            _attach_policy(wrapped, policy)
-        return wrapped, counter
-
-    first_env = make(0)
-    free[0].append(first_env)
-    probe = first_env[0]
-    if hasattr(policy, "bind"):
-        policy.bind(probe.observation_space, probe.action_space)
-    _attach_policy(probe, policy)
-    bound = True
-    check_actions = _ActionChecker(probe.action_space)
+    shape = (len(scenarios), len(indices))
+    returns = np.zeros(shape, dtype=np.float64)
+    lengths = np.zeros(shape, dtype=np.int64)
+    env_steps = np.zeros(shape, dtype=np.int64)
+    capped = np.zeros(shape, dtype=bool)
+    traces: list[list[np.ndarray]] = [[np.empty(0)] * shape[1] for _ in scenarios]
+    seen: list[list[Any]] = [[()] * shape[1] for _ in scenarios]
+    chosen: list[list[Any]] = [[()] * shape[1] for _ in scenarios]
+    rows_seen: dict[Job, list[Any]] = {}
+    rows_chosen: dict[Job, list[Any]] = {}
+    state_of: dict[Job, Any] = {}
+    check_actions = ActionChecker(space)
     stateful = bool(getattr(policy, "stateful", False))
     policy.reset()
+    # A worker holds a few queued jobs beyond its slots, so a slot that frees up starts
+    # its next episode at once; a few, so that no worker hoards the queue's tail.
+    backlog = 0 if isinstance(groups[0], LocalGroup) else 2
 
-    slots = [_Slot() for _ in range(min(batch_size, len(queue)))]
+    def hand_out(group: Any, wanted: int) -> list[Job]:
+        return [jobs.popleft() for _ in range(min(wanted, len(jobs)))]
 
-    def start(slot: _Slot) -> bool:
-        if not queue:
-            slot.job = None
-            return False
-        s, e = queue.popleft()
-        episode = indices[e]
-        if slot.env is None or slot.job is None or slot.job[0] != s:
-            if slot.env is not None and slot.job is not None:
-                free[slot.job[0]].append((slot.env, slot.counter))
-            slot.env, slot.counter = make(s)
-        slot.job = (s, e)
-        slot.ret, slot.steps = 0.0, 0
-        slot.seen, slot.acts = [], []
-        seed_perturbations(slot.env, episode_seed_sequence(seed, episode, names[s]))
-        try:
-            obs, _ = slot.env.reset(seed=seed + episode)
-        except Exception as exc:
-            raise RolloutError(
-                f"env reset failed ({type(exc).__name__}: {exc}) at {_where(names[s], episode, seed, 0)}",
-                scenario=names[s], episode=episode, step=0,
-            ) from exc
-        slot.obs = obs
-        if stateful:
-            slot.state = policy.initial_state(episode_seed_sequence(seed, episode, POLICY_STREAM))
-        return True
-
-    def finish(slot: _Slot, was_capped: bool) -> None:
-        s, e = slot.job
-        returns[s, e] = slot.ret
-        lengths[s, e] = slot.steps
-        env_steps[s, e] = len(slot.counter.rewards)
-        capped[s, e] = was_capped
-        traces[s][e] = np.asarray(slot.counter.rewards, dtype=np.float64)
+    def finish(done: Finished) -> None:
+        s, e = done.job
+        returns[s, e] = done.ret
+        lengths[s, e] = done.steps
+        env_steps[s, e] = done.env_steps
+        capped[s, e] = done.capped
+        traces[s][e] = done.trace
+        state_of.pop(done.job, None)
         if recorded[s]:
-            seen[s][e], chosen[s][e] = _gather(slot.seen), _gather(slot.acts)
+            seen[s][e] = _gather(rows_seen.pop(done.job))
+            chosen[s][e] = _gather(rows_chosen.pop(done.job))
+
+    def act(reply: Reply) -> Any:
+        obs_batch = reply.obs
+        if not all_finite(obs_batch):
+            for i, (s, e) in enumerate(reply.jobs):  # rare: find the culprit for the message
+                check_obs(_row(obs_batch, i), names[s], indices[e], seed, reply.steps[i])
+        states = [state_of[job] for job in reply.jobs] if stateful else None
+        try:
+            actions, new_states = policy.act(obs_batch, states)
+            actions, bad = check_actions(actions, len(reply.jobs))
+        except Exception as exc:
+            at = "; ".join(where(names[s], indices[e], seed, reply.steps[i])
+                           for i, (s, e) in enumerate(reply.jobs[:3]))
+            more = f" and {len(reply.jobs) - 3} more" if len(reply.jobs) > 3 else ""
+            s, e = reply.jobs[0]
+            raise RolloutError(
+                f"the agent failed ({type(exc).__name__}: {exc}) in a batched call for {at}{more}",
+                scenario=names[s], episode=indices[e], step=reply.steps[0],
+            ) from exc
+        if bad is not None:
+            s, e = reply.jobs[bad]
+            raise RolloutError(
+                f"the agent returned action {show(actions[bad])}, which is not in the action "
+                f"space {check_actions.space} (non-finite, out of bounds or of the wrong type), "
+                f"at {where(names[s], indices[e], seed, reply.steps[bad])}. Fix the policy's "
+                "output, or clip it (gymnasium.wrappers.ClipAction) if that is what deployment "
+                "does.",
+                scenario=names[s], episode=indices[e], step=reply.steps[bad],
+            )
+        for i, job in enumerate(reply.jobs):
+            if stateful:
+                state_of[job] = new_states[i]
+            if recorded[job[0]]:
+                rows_seen[job].append(_row(obs_batch, i))
+                rows_chosen[job].append(actions[i])
+        return actions
 
     try:
-        active = [slot for slot in slots if start(slot)]
-        while active:
-            obs_batch = _stack([slot.obs for slot in active])
-            if not _all_finite(obs_batch):
-                for slot in active:  # rare: find the culprit for the message
-                    _check_obs(slot.obs, names[slot.job[0]], indices[slot.job[1]], seed, slot.steps)
-            states = [slot.state for slot in active] if stateful else None
-            try:
-                actions, new_states = policy.act(obs_batch, states)
-                actions, bad = check_actions(actions, len(active))
-            except Exception as exc:
-                where = "; ".join(
-                    _where(names[sl.job[0]], indices[sl.job[1]], seed, sl.steps)
-                    for sl in active[:3]
-                )
-                more = f" and {len(active) - 3} more" if len(active) > 3 else ""
-                first = active[0]
-                raise RolloutError(
-                    f"the agent failed ({type(exc).__name__}: {exc}) in a batched call for "
-                    f"{where}{more}",
-                    scenario=names[first.job[0]], episode=indices[first.job[1]], step=first.steps,
-                ) from exc
-            if bad is not None:
-                sl = active[bad]
-                name, episode = names[sl.job[0]], indices[sl.job[1]]
-                raise RolloutError(
-                    f"the agent returned action {_show(actions[bad])}, which is not in the action space "
-                    f"{check_actions.space} (non-finite, out of bounds or of the wrong type), at "
-                    f"{_where(name, episode, seed, sl.steps)}. Fix the policy's output, or clip "
-                    "it (gymnasium.wrappers.ClipAction) if that is what deployment does.",
-                    scenario=name, episode=episode, step=sl.steps,
-                )
-            still = []
-            for i, slot in enumerate(active):
+        live: deque[Any] = deque()
+        share = -(-len(jobs) // len(groups))  # an even start, whatever the slot count
+        for group in groups:
+            group.send(None, hand_out(group, share if backlog == 0 else
+                                      min(share, group.slots + backlog)))
+            live.append(group)
+        while live:
+            group = take_ready(live)
+            reply = group.receive()
+            for done in reply.finished:
+                finish(done)
+            for job in reply.started:
                 if stateful:
-                    slot.state = new_states[i]
-                if recorded[slot.job[0]]:
-                    slot.seen.append(slot.obs)
-                    slot.acts.append(actions[i])
-                try:
-                    obs, reward, terminated, truncated, _ = slot.env.step(actions[i])
-                except Exception as exc:
-                    name, episode = names[slot.job[0]], indices[slot.job[1]]
-                    raise RolloutError(
-                        f"env step failed ({type(exc).__name__}: {exc}) at "
-                        f"{_where(name, episode, seed, slot.steps)}",
-                        scenario=name, episode=episode, step=slot.steps,
-                    ) from exc
-                slot.steps += 1
-                reward = float(reward)
-                if not math.isfinite(reward):
-                    name, episode = names[slot.job[0]], indices[slot.job[1]]
-                    raise RolloutError(
-                        f"the env returned a non-finite reward {reward} at "
-                        f"{_where(name, episode, seed, slot.steps)}",
-                        scenario=name, episode=episode, step=slot.steps,
-                    )
-                slot.ret += reward
-                if terminated or truncated or slot.steps >= max_steps:
-                    finish(slot, not (terminated or truncated))
-                    if start(slot):
-                        still.append(slot)
-                else:
-                    slot.obs = obs
-                    still.append(slot)
-            active = still
+                    state_of[job] = policy.initial_state(
+                        episode_seed_sequence(seed, indices[job[1]], POLICY_STREAM))
+                if recorded[job[0]]:
+                    rows_seen[job], rows_chosen[job] = [], []
+            more = hand_out(group, backlog - reply.backlog) if backlog else []
+            if reply.jobs:
+                group.send(act(reply), more)
+                live.append(group)
+            elif more:
+                group.send(None, more)
+                live.append(group)
     finally:
-        for wrapped in made:
-            wrapped.close()
+        for group in groups:
+            group.close()
 
     n_capped = int(capped.sum())
     if n_capped:
         warnings.warn(
             f"{n_capped} episode(s) reached the cap of {max_steps} agent steps and were cut "
             "there; their returns are partial. Raise max_steps, or give the env a TimeLimit.",
-            RolloutCapWarning, stacklevel=2,
+            RolloutCapWarning, stacklevel=3,
         )
     seeds = np.asarray([seed + i for i in indices], dtype=np.int64)
     return {
@@ -469,11 +369,15 @@ def _run_pool(
     }
 
 
+def _row(batch: Any, i: int) -> Any:
+    return {k: v[i] for k, v in batch.items()} if isinstance(batch, dict) else batch[i]
+
+
 def _gather(items: list[Any]) -> Any:
     """Per-step observations or actions as one array when they stack, else a tuple."""
     if not items:
         return np.empty(0)
     try:
-        return _stack(items)
+        return stack(items)
     except (ValueError, TypeError):
         return tuple(items)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, MutableMapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,13 @@ from ..auditing.results import (
     check_episodes,
     summarise,
 )
-from ..rollout.runner import DEFAULT_MAX_STEPS, EpisodeBatch, run_episodes
+from ..rollout.runner import (
+    DEFAULT_MAX_STEPS,
+    EpisodeBatch,
+    check_backend,
+    check_workers,
+    run_episodes,
+)
 from ..stats import (
     DEFAULT_THRESHOLDS,
     MODES,
@@ -153,6 +160,8 @@ def assert_robust(
     batch_size: int | None = None,
     thresholds: Thresholds | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
+    workers: int | str | None = None,
+    backend: str = "local",
 ) -> ScenarioResult:
     """Assert that ``agent`` keeps its return on ``env`` under ``scenario``; return its numbers.
 
@@ -168,8 +177,9 @@ def assert_robust(
     noise). With ``max_episodes``, episodes are added in rounds of ``episodes`` until the
     verdict is decided, the interval is narrower than ``target_ci_width``, or
     ``max_episodes`` is reached (see :func:`pytest_rlaudit.stats.adaptive_sample` for the
-    error control). Raises :class:`RobustnessError` with the numbers, the seed to
-    reproduce and the diagnosis.
+    error control). ``workers`` and ``backend`` say where episodes run, as in
+    :func:`~pytest_rlaudit.audit` (never changing a number). Raises
+    :class:`RobustnessError` with the numbers, the seed to reproduce and the diagnosis.
     """
     __tracebackhide__ = True  # pytest shows the test's line, then this message
     if min_ratio is None and min_rating is None:
@@ -178,7 +188,7 @@ def assert_robust(
         agent, env, scenario, min_ratio=min_ratio, min_rating=min_rating, mode=mode,
         episodes=episodes, seed=seed, reference=reference, confidence=confidence,
         max_episodes=max_episodes, target_ci_width=target_ci_width, batch_size=batch_size,
-        thresholds=thresholds, max_steps=max_steps)
+        thresholds=thresholds, max_steps=max_steps, workers=workers, backend=backend)
     if not check.passed:
         raise RobustnessError(check.message, check.result)
     return check.result
@@ -201,6 +211,8 @@ def check_robust(
     batch_size: int | None = None,
     thresholds: Thresholds | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
+    workers: int | str | None = None,
+    backend: str = "local",
     cache: MutableMapping[Hashable, Any] | None = None,
 ) -> RobustnessCheck:
     """:func:`assert_robust` without the raise: the numbers and the verdict.
@@ -221,6 +233,8 @@ def check_robust(
     min_ratio, episodes, max_episodes = _checked_arguments(
         mode, min_ratio, min_rating, episodes, max_episodes, target_ci_width, confidence)
     thresholds = thresholds or DEFAULT_THRESHOLDS
+    rollout = partial(run_episodes, seed=seed, batch_size=batch_size, max_steps=max_steps,
+                      workers=check_workers(workers), backend=check_backend(backend))
     chosen = _scenario(scenario)
     if cache is None:
         cache = shared_cache()
@@ -238,8 +252,7 @@ def check_robust(
     # round's, which the agent must beat.
     n_random = max_episodes or episodes if reference == "random" else episodes
     random = _cached(cache, ("random", id(spec), seed, n_random, max_steps),
-                     lambda: random_returns(spec, n_random, seed=seed, batch_size=batch_size,
-                                            max_steps=max_steps))
+                     lambda: random_returns(spec, n_random, run=rollout))
     ref = reference_score(reference, random)
     # (threshold, strict, rating band): rating bands are strict (PASS means ratio > 0.95)
     gates: list[tuple[float, bool, str | None]] = []
@@ -254,19 +267,16 @@ def check_robust(
     def nominal_of(indices: range) -> EpisodeBatch:
         """The nominal episodes (recorded: the spread is calibrated on them), cached."""
         key = ("nominal", id(policy), id(spec), seed, indices.start, indices.stop, max_steps)
-        return _cached(cache, key, lambda: run_episodes(
-            policy, spec, [NOMINAL], indices, seed=seed, batch_size=batch_size,
-            max_steps=max_steps, record=["nominal"])["nominal"])
+        return _cached(cache, key, lambda: rollout(
+            policy, spec, [NOMINAL], indices, record=["nominal"])["nominal"])
 
     if chosen.needs_spread:
         chosen = chosen.calibrated(observation_spread(nominal_of(range(episodes)).observations))
 
     def run(indices: range) -> dict[str, EpisodeBatch]:
         if cache is None:  # nominal and scenario share one pool
-            return run_episodes(policy, spec, [NOMINAL, chosen], indices, seed=seed,
-                                batch_size=batch_size, max_steps=max_steps)
-        out = run_episodes(policy, spec, [chosen], indices, seed=seed, batch_size=batch_size,
-                           max_steps=max_steps)
+            return rollout(policy, spec, [NOMINAL, chosen], indices)
+        out = rollout(policy, spec, [chosen], indices)
         return {"nominal": nominal_of(indices), chosen.name: out[chosen.name]}
 
     intervals, stopped, level = None, None, confidence

@@ -189,6 +189,10 @@ def test_precedence_is_marker_then_command_line_then_ini(tester: pytest.Pytester
      "argument --rl-mode: must be one of point, confident, not_worse, got 'strict'"),
     (("--rl-batch-size", "0"), "argument --rl-batch-size: must be an integer >= 1, got 0"),
     (("--rl-scenarios", ","), "argument --rl-scenarios: must name at least one scenario*"),
+    (("--rl-workers", "-2"), 'argument --rl-workers: must be an integer >= 0 or "auto"*got -2'),
+    (("--rl-workers", "many"),
+     'argument --rl-workers: must be an integer >= 0 or "auto"*got \'many\''),
+    (("--rl-backend", "dask"), "argument --rl-backend: must be one of local, ray, got 'dask'"),
 ])
 def test_a_bad_option_value_is_a_usage_error_naming_the_option_and_the_rule(
         pytester: pytest.Pytester, args: tuple[str, ...], message: str):
@@ -736,6 +740,15 @@ def test_zero_config_runs_beside_plain_tests_but_not_beside_audit_tests(
     result = tester.runpytest(*ZERO, "--collect-only", "-q")
     result.stdout.fnmatch_lines(["2 tests collected*"])
     assert "rl-audit::" not in text(result)
+
+
+@pytest.mark.parametrize("where", [("--rl-workers", "2"), ("--rl-workers", "auto")])
+def test_rl_workers_changes_where_envs_step_not_a_number(tester: pytest.Pytester, where):
+    chosen = ("--rl-scenarios", "jitter,obs_noise")
+    local, spread = (records(tester.runpytest(*ZERO, *chosen, *extra)) for extra in ((), where))
+    for record in (*local.values(), *spread.values()):
+        record.pop("seconds", None)
+    assert local == spread and len(local) == 2
 
 
 def test_rl_scenarios_picks_the_zero_config_scenarios(tester: pytest.Pytester):

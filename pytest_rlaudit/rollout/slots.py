@@ -1,0 +1,275 @@
+"""Env slots: the half of the runner that owns environments.
+
+A :class:`SlotGroup` holds some of the pool's env slots. It is driven one decision step
+at a time: ``step(actions, jobs)`` applies the actions the policy chose for its active
+rows, finishes the episodes that ended, starts queued (scenario, episode) jobs in the
+slots that are free, and returns a :class:`Reply` with the next observations. It knows
+nothing of the policy's call, so the same group runs in the runner's process or in a
+worker process (:mod:`.workers`), and the policy calls stay batched in one place.
+
+>>> import numpy as np
+>>> from pytest_rlaudit import scenarios
+>>> from pytest_rlaudit.world.envs import env_spec
+>>> group = SlotGroup(env_spec("CartPole-v1"), scenarios.resolve(["nominal"]), [0, 1],
+...                   seed=0, max_steps=10_000, slots=2)
+>>> reply = group.step(None, [(0, 0), (0, 1)])
+>>> reply.obs.shape, reply.started
+((2, 4), [(0, 0), (0, 1)])
+>>> group.close()
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from .._seeding import episode_seed_sequence
+from ..errors import RolloutError
+from ..world.envs import AuditEnv
+from ..world.perturbations import seed_perturbations
+from ..world.scenarios import Scenario
+
+__all__ = ["Finished", "Reply", "SlotGroup", "where", "stack"]
+
+Job = tuple[int, int]  # (scenario position, episode position)
+
+
+def where(scenario: str, episode: int, seed: int, step: int) -> str:
+    """The words every rollout error uses to say where it happened."""
+    return f"scenario {scenario!r}, episode {episode} (env seed {seed + episode}), agent step {step}"
+
+
+def stack(observations: Sequence[Any]) -> Any:
+    """Observations (arrays or dicts of arrays) as one batch along a new first axis."""
+    first = observations[0]
+    if isinstance(first, dict):
+        return {k: np.stack([o[k] for o in observations]) for k in first}
+    return np.stack(observations)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One ended episode, as its env saw it."""
+
+    job: Job
+    ret: float
+    steps: int
+    env_steps: int
+    capped: bool
+    #: the env's reward at every environment step, below the perturbations
+    trace: np.ndarray
+
+
+@dataclass
+class Reply:
+    """What a group says after a step: its active rows (``jobs[i]`` is row ``i`` of
+    ``obs``, ``steps[i]`` its agent steps so far), the jobs it started, the episodes
+    that ended, and how many queued jobs it still holds."""
+
+    jobs: list[Job]
+    obs: Any
+    steps: list[int]
+    started: list[Job] = field(default_factory=list)
+    finished: list[Finished] = field(default_factory=list)
+    backlog: int = 0
+
+
+class _StepCounter(gym.Wrapper):
+    """Records the reward of every environment step below the perturbations (they may
+    repeat actions, so an agent step can span several env steps)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.rewards: list[float] = []
+
+    def reset(self, **kwargs: Any):
+        self.rewards = []
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any):
+        result = self.env.step(action)
+        self.rewards.append(result[1])
+        return result
+
+
+class _Slot:
+    __slots__ = ("counter", "env", "job", "obs", "ret", "steps")
+
+    def __init__(self) -> None:
+        self.job: Job | None = None
+        self.env: gym.Env | None = None
+        self.counter: _StepCounter | None = None
+        self.obs: Any = None
+        self.ret = 0.0
+        self.steps = 0
+
+
+def attach_policy(env: gym.Env, policy: Any) -> None:
+    """Hand ``policy`` to every wrapper in ``env``'s chain that attacks the agent itself
+    (``attach_policy``: adversarial observations). Once per env made, never per step."""
+    current: Any = env
+    while isinstance(current, gym.Wrapper):
+        attach = getattr(current, "attach_policy", None)
+        if attach is not None:
+            attach(policy)
+        current = current.env
+
+
+class SlotGroup:
+    """``slots`` env slots running jobs of ``scenarios`` x ``indices`` (see the module).
+
+    ``reuse``: whether an env may run a later episode of its scenario (exact when
+    ``reset(seed=...)`` restores everything; see :func:`~pytest_rlaudit.world.reuse.
+    reset_is_exact`); else each episode gets a new env. ``spaces``: the observation and
+    action spaces every scenario's env must keep (None: the first env made sets them).
+    ``policy``: handed to wrappers that attack the agent (adversarial observations).
+    """
+
+    def __init__(self, env: AuditEnv, scenarios: Sequence[Scenario], indices: Sequence[int], *,
+                 seed: int, max_steps: int, slots: int, reuse: bool = True,
+                 spaces: tuple[gym.Space, gym.Space] | None = None, policy: Any = None) -> None:
+        self.audit_env = env
+        self.scenarios = list(scenarios)
+        self.names = [s.name for s in scenarios]
+        self.indices = list(indices)
+        self.seed = seed
+        self.max_steps = max_steps
+        self.reuse = reuse
+        self.spaces = spaces
+        self.policy = policy
+        self.slots = [_Slot() for _ in range(slots)]
+        self.active: list[_Slot] = []
+        self.idle: list[_Slot] = list(self.slots)
+        self.queue: deque[Job] = deque()
+        self.free: dict[int, list[tuple[gym.Env, _StepCounter]]] = {}
+        self.made: list[gym.Env] = []
+        self.bases: dict[int, gym.Env] = {}  # the open ones, by id (kept, so ids stay unique)
+
+    # ------------------------------------------------------------------ envs
+    def make(self, s: int) -> tuple[gym.Env, _StepCounter]:
+        """A wrapped env of scenario ``s``: a used one when reuse is exact, else new."""
+        spare = self.free.get(s)
+        if spare:
+            return spare.pop()
+        base = self.audit_env.make()
+        if id(base) in self.bases:
+            raise ValueError(
+                f"the env factory for {self.audit_env.name!r} returned the same env object "
+                "twice; it must build a new env on each call (the audit runs several envs "
+                "side by side)"
+            )
+        self.bases[id(base)] = base
+        counter = _StepCounter(base)
+        try:
+            wrapped = self.scenarios[s].wrap(counter)
+        except Exception:
+            base.close()
+            raise
+        self.made.append(wrapped)
+        got = (wrapped.observation_space, wrapped.action_space)
+        if self.spaces is None:
+            self.spaces = got
+        elif got[0] != self.spaces[0] or got[1] != self.spaces[1]:
+            raise ValueError(
+                f"scenario {self.names[s]!r} changes the env's spaces (observations {got[0]}, "
+                f"actions {got[1]}; nominal: {self.spaces[0]}, {self.spaces[1]}); the same "
+                "agent must run every scenario, so a perturbation has to keep the spaces"
+            )
+        if self.policy is not None:
+            attach_policy(wrapped, self.policy)
+        return wrapped, counter
+
+    def _release(self, slot: _Slot) -> None:
+        if slot.env is None:
+            return
+        if self.reuse:
+            self.free.setdefault(slot.job[0], []).append((slot.env, slot.counter))
+        else:
+            slot.env.close()
+            self.made.remove(slot.env)
+            del self.bases[id(slot.counter.env)]
+        slot.env = slot.counter = None
+
+    def close(self) -> None:
+        """Close every env this group made."""
+        for wrapped in self.made:
+            wrapped.close()
+        self.made = []
+
+    # ------------------------------------------------------------------ episodes
+    def _start(self, slot: _Slot, job: Job) -> None:
+        s, e = job
+        episode = self.indices[e]
+        if slot.env is not None and (not self.reuse or slot.job[0] != s):
+            self._release(slot)
+        if slot.env is None:
+            slot.env, slot.counter = self.make(s)
+        slot.job = job
+        slot.ret, slot.steps = 0.0, 0
+        seed_perturbations(slot.env, episode_seed_sequence(self.seed, episode, self.names[s]))
+        try:
+            slot.obs, _ = slot.env.reset(seed=self.seed + episode)
+        except Exception as exc:
+            raise RolloutError(
+                f"env reset failed ({type(exc).__name__}: {exc}) at "
+                f"{where(self.names[s], episode, self.seed, 0)}",
+                scenario=self.names[s], episode=episode, step=0,
+            ) from exc
+
+    def _finish(self, slot: _Slot, capped: bool) -> Finished:
+        return Finished(slot.job, slot.ret, slot.steps, len(slot.counter.rewards), capped,
+                        np.asarray(slot.counter.rewards, dtype=np.float64))
+
+    def _fail(self, slot: _Slot, what: str) -> RolloutError:
+        name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
+        return RolloutError(f"{what} at {where(name, episode, self.seed, slot.steps)}",
+                            scenario=name, episode=episode, step=slot.steps)
+
+    def step(self, actions: Any, jobs: Sequence[Job] = ()) -> Reply:
+        """Step every active row with its action (``actions[i]`` for row ``i`` of the last
+        reply), queue ``jobs``, fill free slots from the queue, and say what happened."""
+        # The hot path of every rollout: one pass over the active slots per decision step.
+        self.queue.extend(jobs)
+        started: list[Job] = []
+        finished: list[Finished] = []
+        still: list[_Slot] = []
+        for i, slot in enumerate(self.active):
+            try:
+                obs, reward, terminated, truncated, _ = slot.env.step(actions[i])
+            except Exception as exc:
+                raise self._fail(slot, f"env step failed ({type(exc).__name__}: {exc})") from exc
+            slot.steps += 1
+            reward = float(reward)
+            if not math.isfinite(reward):
+                raise self._fail(slot, f"the env returned a non-finite reward {reward}")
+            slot.ret += reward
+            if terminated or truncated or slot.steps >= self.max_steps:
+                finished.append(self._finish(slot, not (terminated or truncated)))
+                if self.queue:
+                    job = self.queue.popleft()
+                    self._start(slot, job)
+                    started.append(job)
+                    still.append(slot)
+                else:
+                    self._release(slot)
+                    slot.job = None
+                    self.idle.append(slot)
+            else:
+                slot.obs = obs
+                still.append(slot)
+        while self.idle and self.queue:
+            slot = self.idle.pop()
+            job = self.queue.popleft()
+            self._start(slot, job)
+            started.append(job)
+            still.append(slot)
+        self.active = still
+        return Reply([slot.job for slot in still],
+                      stack([slot.obs for slot in still]) if still else None,
+                      [slot.steps for slot in still], started, finished, len(self.queue))

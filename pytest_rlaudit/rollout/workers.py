@@ -1,0 +1,165 @@
+"""Env slots stepped in worker processes, for audits whose cost is the env (MuJoCo).
+
+Each worker process owns one :class:`~.slots.SlotGroup`; the runner keeps the policy and
+makes every policy call. With two or more groups the runner pipelines them: while it
+computes one group's actions, the other groups' workers step their envs, so the policy
+and the envs use different cores at the same time.
+
+Workers are started with ``fork`` (the env factory, the scenarios and any closure they
+hold are inherited, never pickled) and live for one pool run: a fork costs milliseconds,
+far less than the envs it steps. Platforms without ``fork`` (Windows) run in-process, or
+with ``backend="ray"``.
+
+>>> resolve_workers(None), resolve_workers(2)
+(0, 2)
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+from collections import deque
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import wait
+from typing import Any
+
+from .._checks import workers as check_workers
+from ..errors import RolloutError
+from .slots import Job, Reply, SlotGroup
+
+__all__ = ["ProcessGroup", "LocalGroup", "check_workers", "resolve_workers", "take_ready", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS says, else the count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def resolve_workers(workers: int | str | None) -> int:
+    """The number of worker processes ``workers`` asks for: ``None`` or ``0``, none (envs
+    step in the runner's process); ``"auto"``, one per usable core (none on one core);
+    a count, that many.
+    """
+    workers = check_workers(workers)
+    if workers is None:
+        return 0
+    if workers == "auto":
+        cores = usable_cores()
+        return cores if cores > 1 else 0
+    return workers
+
+
+def take_ready(live: deque[Any]) -> Any:
+    """Remove and return a group of ``live`` whose reply is ready (waiting for one if
+    none is): the group whose envs finished stepping first is served first."""
+    if len(live) == 1 or not isinstance(live[0], ProcessGroup):
+        return live.popleft()
+    ready = wait([group.conn for group in live])
+    for group in live:
+        if group.conn in ready:
+            live.remove(group)
+            return group
+    raise AssertionError("multiprocessing.connection.wait returned no live connection")
+
+
+class LocalGroup:
+    """A :class:`SlotGroup` in this process, behind the same send/receive pair as a
+    worker's: ``send`` stores the step, ``receive`` runs it."""
+
+    def __init__(self, group: SlotGroup) -> None:
+        self.group = group
+        self.slots = len(group.slots)
+        self._pending: tuple[Any, Sequence[Job]] = (None, ())
+
+    def send(self, actions: Any, jobs: Sequence[Job]) -> None:
+        self._pending = (actions, jobs)
+
+    def receive(self) -> Reply:
+        actions, jobs = self._pending
+        return self.group.step(actions, jobs)
+
+    def close(self) -> None:
+        self.group.close()
+
+
+class _Failure:
+    """An exception raised in a worker, carried back to the runner."""
+
+    def __init__(self, exc: BaseException) -> None:
+        try:
+            self.payload = pickle.dumps(exc)
+        except Exception:  # an unpicklable exception: keep its words
+            self.payload = pickle.dumps(RolloutError(f"{type(exc).__name__}: {exc}"))
+
+    def exception(self) -> BaseException:
+        return pickle.loads(self.payload)
+
+
+def _serve(conn: Any, build: Callable[[], SlotGroup]) -> None:
+    group = None
+    try:
+        group = build()
+        while True:
+            message = conn.recv()
+            if message is None:
+                break
+            try:
+                conn.send(group.step(*message))
+            except BaseException as exc:
+                conn.send(_Failure(exc))
+                break
+    except (EOFError, KeyboardInterrupt):
+        pass
+    finally:
+        if group is not None:
+            group.close()
+        conn.close()
+
+
+class ProcessGroup:
+    """A :class:`SlotGroup` built and stepped in a forked worker process."""
+
+    def __init__(self, build: Callable[[], SlotGroup], slots: int) -> None:
+        self.slots = slots
+        if "fork" not in multiprocessing.get_all_start_methods():
+            raise RolloutError(
+                "workers= needs the 'fork' start method, which this platform lacks; audit "
+                "with workers=None, or spread episodes with backend='ray'"
+            )
+        context = multiprocessing.get_context("fork")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, build), daemon=True,
+                                       name="rlaudit-envs")
+        self.process.start()
+        child.close()
+
+    def send(self, actions: Any, jobs: Sequence[Job]) -> None:
+        self.conn.send((actions, list(jobs)))
+
+    def receive(self) -> Reply:
+        try:
+            message = self.conn.recv()
+        except EOFError:
+            self.process.join(timeout=5)  # reap it, for its exit code
+            raise RolloutError(
+                f"an env worker process died (exit code {self.process.exitcode}); run with "
+                "workers=None to see the env's own error"
+            ) from None
+        if isinstance(message, _Failure):
+            raise message.exception()
+        return message
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except (BrokenPipeError, OSError):
+            pass
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join()
+        self.conn.close()

@@ -1,0 +1,150 @@
+"""Env slots in worker processes: the same numbers for any worker count, errors that say
+where, and bad counts refused."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from toy_envs import CounterEnv, FaultyEnv
+
+from pytest_rlaudit import audit, scenarios
+from pytest_rlaudit.errors import RolloutError
+from pytest_rlaudit.rollout.runner import run_episodes
+from pytest_rlaudit.rollout.workers import resolve_workers, usable_cores
+from pytest_rlaudit.world.agents import as_policy
+from pytest_rlaudit.world.envs import env_spec
+
+NAMES = ["nominal", "jitter", "delay", "spike", "obs_noise", "speed_5x"]
+FIELDS = ("seeds", "returns", "lengths", "env_steps", "capped")
+
+
+def _run(agent, names=NAMES, episodes=5, env="CartPole-v1", **kwargs):
+    return run_episodes(as_policy(agent), env_spec(env), scenarios.resolve(names), episodes,
+                        **kwargs)
+
+
+def _same(a, b, recorded=False):
+    assert a.keys() == b.keys()
+    for name in a:
+        for field in FIELDS:
+            np.testing.assert_array_equal(getattr(a[name], field), getattr(b[name], field),
+                                          err_msg=f"{name}.{field}")
+        for x, y in zip(a[name].traces, b[name].traces, strict=True):
+            np.testing.assert_array_equal(x, y)
+        assert a[name].params == b[name].params
+        if recorded:
+            for x, y in zip(a[name].observations + a[name].actions,
+                            b[name].observations + b[name].actions, strict=True):
+                np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("agent", ["controller", "random"])  # stateless, stateful
+def test_numbers_are_identical_for_0_1_2_and_3_workers(agent, controller):
+    agent = controller if agent == "controller" else "random"
+    local = _run(agent, seed=3, record=True)
+    assert local["obs_noise"].params["spread"]  # calibrated on the nominal episodes
+    for workers in (1, 2, 3):
+        _same(local, _run(agent, seed=3, record=True, workers=workers), recorded=True)
+
+
+def test_worker_numbers_do_not_depend_on_batch_size(controller):
+    runs = [_run(controller, ["jitter", "obs_noise"], episodes=3, workers=2, batch_size=b)
+            for b in (1, 4, 64)]
+    _same(runs[0], runs[1])
+    _same(runs[0], runs[2])
+
+
+def test_a_mujoco_env_gives_the_same_returns_in_worker_processes():
+    pytest.importorskip("mujoco", reason="MuJoCo is in the dev extra")
+    rng = np.random.default_rng(0)
+    weights = rng.normal(size=(4, 1)).astype(np.float32)
+
+    def linear(obs):
+        return np.clip(obs @ weights, -3, 3)
+
+    names = ["nominal", "jitter", "dynamics"]
+    local = _run(linear, names, episodes=3, env="InvertedPendulum-v5")
+    _same(local, _run(linear, names, episodes=3, env="InvertedPendulum-v5", workers=2))
+
+
+def test_audit_with_workers_reports_what_a_local_audit_does(controller):
+    kwargs = dict(scenarios=["jitter", "obs_noise"], episodes=4, reference="random")
+    local = audit(controller, "CartPole-v1", **kwargs).to_dict()
+    spread = audit(controller, "CartPole-v1", workers=2, **kwargs).to_dict()
+    local.pop("seconds", None)
+    spread.pop("seconds", None)
+    assert local == spread
+
+
+@pytest.mark.parametrize(
+    ("fault", "match"),
+    [
+        ("raise", r"env step failed \(RuntimeError: simulator exploded\) at scenario 'delay', "
+                  r"episode 0 \(env seed 0\), agent step 2"),
+        ("nan_obs", r"non-finite observation .* scenario 'delay', episode 0"),
+        ("nan_reward", r"non-finite reward nan at scenario 'delay', episode 0"),
+    ],
+)
+def test_env_faults_in_a_worker_name_where_they_happened(fault, match):
+    with pytest.raises(RolloutError, match=match) as info:
+        _run(lambda o: np.zeros(len(o), dtype=np.int64), ["delay"], episodes=2,
+             env=lambda: FaultyEnv(fault, at=3), batch_size=1, workers=2)
+    assert (info.value.scenario, info.value.episode) == ("delay", 0)
+
+
+_RUNNER = os.getpid()
+
+
+class _Dies(CounterEnv):
+    def step(self, action):
+        if self.t == 2 and os.getpid() != _RUNNER:
+            os._exit(3)  # a segfaulting simulator, as far as the runner can tell
+        return super().step(action)
+
+
+def test_a_worker_that_dies_is_a_clear_error_not_a_hang():
+    with pytest.raises(RolloutError, match=r"env worker process died \(exit code 3\); run "
+                                           r"with workers=None"):
+        _run(lambda o: np.zeros(len(o), dtype=np.int64), ["nominal"], episodes=2,
+             env=lambda: _Dies(horizon=10), workers=1)
+
+
+def test_an_unexact_reset_gets_a_new_env_per_episode():
+    """An env that carries state across resets (its horizon shrinks each episode) would
+    make a result depend on which slot ran an episode: the runner makes a new one for
+    each episode instead, so batch size and workers change nothing."""
+
+    class Tiring(CounterEnv):
+        def reset(self, **kwargs):
+            self.horizon = max(1, self.horizon - 1)
+            return super().reset(**kwargs)
+
+    def run(**kwargs):
+        return _run(lambda o: np.zeros(len(o), dtype=np.int64), ["nominal", "jitter"],
+                    episodes=6, env=lambda: Tiring(horizon=20), **kwargs)
+
+    one = run(batch_size=1)
+    assert one["nominal"].returns.tolist() == [19 * 20 / 2] * 6  # a fresh env each time
+    _same(one, run(batch_size=64))
+    _same(one, run(batch_size=2, workers=2))
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "many", True])
+def test_bad_worker_counts_are_refused_with_what_to_pass(bad):
+    with pytest.raises(ValueError, match=r'workers must be an integer >= 0 or "auto"'):
+        _run("random", ["nominal"], episodes=2, workers=bad)
+    with pytest.raises(ValueError, match=r'workers must be an integer >= 0 or "auto"'):
+        audit("random", "CartPole-v1", scenarios="delay", episodes=2, workers=bad)
+
+
+def test_an_unknown_backend_is_refused_naming_the_backends():
+    with pytest.raises(ValueError, match=r"backend must be one of 'local', 'ray', got 'dask'"):
+        audit("random", "CartPole-v1", scenarios="delay", episodes=2, backend="dask")
+
+
+def test_auto_is_one_worker_per_usable_core():
+    cores = usable_cores()
+    assert resolve_workers("auto") == (cores if cores > 1 else 0)
+    assert resolve_workers(None) == resolve_workers(0) == 0
