@@ -18,6 +18,7 @@ array([0])
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -94,15 +95,47 @@ def load_vec_normalize(vec_normalize: Any) -> Any:
     return loaded
 
 
+def _obs_scale(vec_normalize: Any) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """``(mean, sqrt(var + epsilon), clip_obs)`` of a plain ``VecNormalize`` that
+    normalises array observations, so that ``clip((obs - mean) / std, -clip, clip)`` as
+    float32 is its ``normalize_obs(obs)`` bit for bit, without the deep copy of ``obs``
+    and the square root it makes on every call; None for anything else (Dict statistics,
+    subclasses, ``norm_obs=False``), which keeps ``normalize_obs``.
+
+    >>> _obs_scale(object()) is None
+    True
+    """
+    module = sys.modules.get("stable_baselines3.common.vec_env.vec_normalize")
+    if module is None or not isinstance(vec_normalize, module.VecNormalize):
+        return None
+    cls, base = type(vec_normalize), module.VecNormalize
+    rms = vec_normalize.obs_rms
+    if (cls.normalize_obs is not base.normalize_obs or cls._normalize_obs is not base._normalize_obs
+            or not vec_normalize.norm_obs or isinstance(rms, dict)):
+        return None
+    return rms.mean, np.sqrt(rms.var + vec_normalize.epsilon), vec_normalize.clip_obs
+
+
 class NormalizedPolicy(PolicyWrapper):
-    """Observations normalised with a ``VecNormalize``'s statistics before ``policy``."""
+    """Observations normalised with a ``VecNormalize``'s statistics before ``policy``
+    (its ``normalize_obs``, bit for bit)."""
 
     def __init__(self, policy: Policy, vec_normalize: Any) -> None:
         super().__init__(policy)
         self.vec_normalize = load_vec_normalize(vec_normalize)
+        self._scale: tuple[np.ndarray, np.ndarray, float] | None = None
+
+    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        super().bind(observation_space, action_space)
+        # Read once per rollout: the statistics do not change within one (training is off).
+        self._scale = _obs_scale(self.vec_normalize)
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
-        return self.policy.act(self.vec_normalize.normalize_obs(obs), states)
+        scale = self._scale
+        if scale is None or isinstance(obs, dict):
+            return self.policy.act(self.vec_normalize.normalize_obs(obs), states)
+        mean, std, clip = scale
+        return self.policy.act(np.clip((obs - mean) / std, -clip, clip).astype(np.float32), states)
 
 
 def normalizes(policy: Any) -> bool:
@@ -172,14 +205,14 @@ class FrameStackPolicy(PolicyWrapper):
         assert states is not None
         axis = self._axis
         width = obs.shape[1 + axis]
+        keep = (slice(None),) * axis + (slice(width, None),)  # all but the oldest frame
         stacks = []
         for row, (stack, _) in zip(obs, states, strict=True):
             if stack is None:
                 shape = list(row.shape)
                 shape[axis] *= self.n_stack
                 stack = np.zeros(shape, dtype=row.dtype)
-            stacks.append(np.concatenate(
-                [np.take(stack, range(width, stack.shape[axis]), axis=axis), row], axis=axis))
+            stacks.append(np.concatenate([stack[keep], row], axis=axis))
         batch = np.stack(stacks)
         inner = [s[1] for s in states] if self.policy.stateful else None
         actions, inner = self.policy.act(batch, inner)

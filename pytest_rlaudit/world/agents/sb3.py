@@ -7,6 +7,7 @@ import importlib
 import json
 import os
 import pickle
+import sys
 import warnings
 import zipfile
 from collections.abc import Callable
@@ -43,8 +44,66 @@ def _same_obs_shape(own: Any, env: Any) -> bool:
             and tuple(own_shape) == (env_shape[-1], *env_shape[:-1]))
 
 
+def _plain_predict(policy: Any) -> bool:
+    """Whether ``policy.predict`` is SB3's own, whose steps :class:`SB3Policy` can take
+    itself; MaskablePPO's counts, as without masks it is the same. A policy that overrides
+    it (recurrent ones, users' own) keeps its ``predict``."""
+    base = sys.modules.get("stable_baselines3.common.policies")
+    if base is None:
+        return False
+    own = [base.BasePolicy.predict]
+    maskable = sys.modules.get("sb3_contrib.common.maskable.policies")
+    if maskable is not None:
+        own.append(maskable.MaskableActorCriticPolicy.predict)
+    return (isinstance(policy, base.BasePolicy) and getattr(type(policy), "predict", None) in own
+            and callable(getattr(policy, "_predict", None)))
+
+
+def _flat_obs(policy: Any) -> bool:
+    """Whether the policy's ``obs_to_tensor`` is SB3's and does no more than copy and
+    reshape (no Dict keys, no image transposes): then :class:`SB3Policy` does that itself,
+    without the checks ``obs_to_tensor`` repeats on every call."""
+    from stable_baselines3.common.policies import BaseModel
+    from stable_baselines3.common.preprocessing import is_image_space
+
+    space = policy.observation_space
+    return (type(policy).obs_to_tensor is BaseModel.obs_to_tensor
+            and not isinstance(space, spaces.Dict) and not is_image_space(space))
+
+
+def _sac_mean(policy: Any) -> Callable[[Any], Any] | None:
+    """For SB3's own SAC actor (no gSDE), the deterministic action its ``_predict`` gives,
+    ``tanh(mu(latent_pi(features)))``, without the distribution it builds around the mean
+    (the same tensor operations, so the same bits); None for any other policy."""
+    sac = sys.modules.get("stable_baselines3.sac.policies")
+    if sac is None:
+        return None
+    actor = getattr(policy, "actor", None)
+    if (type(policy)._predict is not sac.SACPolicy._predict or type(actor) is not sac.Actor
+            or actor.use_sde):
+        return None
+    import torch
+
+    def mean(obs: Any) -> Any:
+        features = actor.extract_features(obs, actor.features_extractor)
+        return torch.tanh(actor.mu(actor.latent_pi(features)))
+
+    return mean
+
+
+def _rows(obs: Any) -> int:
+    return len(next(iter(obs.values()))) if isinstance(obs, dict) else obs.shape[0]
+
+
+def _row(obs: Any, i: int) -> Any:
+    """Row ``i`` of a batch, keeping the batch axis."""
+    if isinstance(obs, dict):
+        return {key: value[i : i + 1] for key, value in obs.items()}
+    return obs[i : i + 1]
+
+
 class SB3Policy(BasePolicy):
-    """A stable-baselines3 model (or its ``.policy``), batched through ``policy.predict``.
+    """A stable-baselines3 model (or its ``.policy``), batched through its forward pass.
 
     ``deterministic=True`` (default) takes the mode of the action distribution. With
     ``deterministic=False`` each episode samples from its own seeded torch stream, one
@@ -52,6 +111,13 @@ class SB3Policy(BasePolicy):
     (sb3-contrib RecurrentPPO) keep an LSTM state per episode, zeroed at its start.
     VecNormalize statistics and frame stacks are applied around it
     (:mod:`.preprocess`), as :func:`~.adapt.as_policy` arranges.
+
+    Actions are those of ``policy.predict``, bit for bit, but its steps are taken here
+    (:meth:`actions`) so that what it repeats on every call is done once: eval mode is set
+    on the first call and again only when a module's mode has changed since (after
+    ``model.learn()``, say), and a flat observation batch is copied into a tensor without
+    predict's checks. The policy is left in eval mode, as ``predict`` leaves it. Policies
+    that override ``predict`` (recurrent ones, users' own) are called through it.
     """
 
     def __init__(self, model: Any, *, deterministic: bool = True, name: str | None = None,
@@ -70,9 +136,21 @@ class SB3Policy(BasePolicy):
             )
         self.stateful = self.recurrent or not self.deterministic
         self.name = name or type(model).__name__
+        self._fast = not self.recurrent and _plain_predict(self.sb3_policy)
+        self._flat = self._fast and _flat_obs(self.sb3_policy)
+        self._squashed_mean = _sac_mean(self.sb3_policy) if self._fast else None
+        self._forget_mode()
+
+    def _forget_mode(self) -> None:
+        """Make the next call set eval mode (and read the device) again."""
+        self._modules: tuple[Any, ...] | None = None
+        self._eval_flags: list[bool] = []
+        self._device: Any = None
 
     def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         super().bind(observation_space, action_space)
+        # A rollout starts: the model may have been trained or moved since the last one.
+        self._forget_mode()
         own_obs = self.sb3_policy.observation_space
         own_act = self.sb3_policy.action_space
         if not _same_obs_shape(own_obs, observation_space):
@@ -97,15 +175,71 @@ class SB3Policy(BasePolicy):
         return np.random.default_rng(seed)
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
-        n = obs.shape[0]
+        n = _rows(obs)
         with _torch_threads(self.torch_threads):
             if self.recurrent:
                 return self._act_recurrent(obs, states)
             if not self.deterministic:
                 return self._act_stochastic(obs, states)
-            actions, _ = self.sb3_policy.predict(_pad_rows(obs, MIN_TORCH_ROWS),
-                                                 deterministic=True)
-            return actions[:n], None
+            return self.actions(_pad_rows(obs, MIN_TORCH_ROWS), deterministic=True)[:n], None
+
+    def actions(self, obs: Any, deterministic: bool = True) -> np.ndarray:
+        """The actions ``sb3_policy.predict(obs, deterministic=deterministic)`` returns for
+        a batch ``obs`` (an array, or a dict of arrays for a Dict space), bit for bit.
+
+        Its steps, minus what need not be repeated: eval mode (only when it changed, see
+        the class), the observation as a tensor (``obs_to_tensor``, or for a flat batch
+        the copy and reshape it makes), ``_predict`` under ``torch.no_grad()``, then for
+        Box actions ``unscale_action`` when the policy squashes, else a clip to the space.
+        A SAC actor's deterministic action is ``tanh`` of its mean, which ``_predict``
+        reaches by building a torch ``Normal`` it then ignores (a third of the call): that
+        is taken straight (:func:`_sac_mean`).
+
+        >>> from stable_baselines3 import PPO
+        >>> model = PPO("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=[8]), seed=0)
+        >>> obs = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+        >>> ours = SB3Policy(model).actions(obs)
+        >>> ours.tobytes() == model.policy.predict(obs, deterministic=True)[0].tobytes()
+        True
+        """
+        policy = self.sb3_policy
+        if not self._fast:
+            return policy.predict(obs, deterministic=deterministic)[0]
+        import torch
+
+        self._eval_mode()
+        if self._flat:
+            # obs_to_tensor's copy: the network must not see (or change) the caller's array.
+            shape = (-1, *policy.observation_space.shape)
+            obs_tensor = torch.as_tensor(np.array(obs).reshape(shape), device=self._device)
+        else:
+            obs_tensor = policy.obs_to_tensor(obs)[0]
+        with torch.no_grad():
+            if deterministic and self._squashed_mean is not None:
+                out = self._squashed_mean(obs_tensor)
+            else:
+                out = policy._predict(obs_tensor, deterministic=deterministic)
+        space = policy.action_space
+        out = out.cpu().numpy().reshape((-1, *space.shape))
+        if isinstance(space, spaces.Box):
+            if policy.squash_output:
+                return policy.unscale_action(out)
+            return np.clip(out, space.low, space.high)
+        return out
+
+    def _eval_mode(self) -> None:
+        """``set_training_mode(False)``, which predict calls on every call (7% of the time
+        of an audit of a SAC agent): here only when some module's flag has changed since
+        this last called it (or on the first call), so the network runs in the very mode
+        predict would give it."""
+        modules = self._modules
+        if modules is not None and [m.training for m in modules] == self._eval_flags:
+            return
+        policy = self.sb3_policy
+        policy.set_training_mode(False)
+        self._modules = modules = tuple(policy.modules())
+        self._eval_flags = [m.training for m in modules]
+        self._device = policy.device
 
     def _act_stochastic(self, obs: np.ndarray, states: list[Any] | None):
         import torch
@@ -115,15 +249,15 @@ class SB3Policy(BasePolicy):
         for i, rng in enumerate(states):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(int(rng.integers(2**63 - 1)))
-                action, _ = self.sb3_policy.predict(obs[i : i + 1], deterministic=False)
+                action = self.actions(_row(obs, i), deterministic=False)
             rows.append(action[0])
         return np.stack(rows), states
 
     def _act_recurrent(self, obs: np.ndarray, states: list[Any] | None):
         assert states is not None
-        n = obs.shape[0]
+        n = _rows(obs)
         padded = _pad_rows(obs, MIN_TORCH_ROWS)
-        rows = padded.shape[0]
+        rows = _rows(padded)
         zero = np.zeros(self.sb3_policy.lstm_hidden_state_shape, dtype=np.float32)
         starts = np.ones(rows, dtype=np.float32)
         hs, cs = [], []
