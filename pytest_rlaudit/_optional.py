@@ -15,7 +15,7 @@ __all__ = ["require", "missing"]
 
 #: The extra that installs each optional package.
 EXTRAS = {"hypothesis": "hypothesis", "stable_baselines3": "sb3", "yaml": "sb3", "matplotlib": "plot",
-          "huggingface_hub": "hub"}
+          "huggingface_hub": "hub", "ray": "ray"}
 
 
 def missing(package: str, feature: str) -> str:

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "hypothesis")
+HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "hypothesis", "ray")
 
 
 def _modules_after(code: str) -> set[str]:

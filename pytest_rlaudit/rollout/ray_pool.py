@@ -1,0 +1,390 @@
+"""The Ray backend: shards of episode indices run on Ray actors, merged by (scenario, episode).
+
+Each actor runs the in-process runner (:func:`~.runner._run_pool`) on its shard of episode
+indices with its own copy of the agent, env and scenarios (shipped once per call with
+``ray.put``; cloudpickle, so lambda and closure factories travel too). A result depends
+only on (agent, env, scenario, seed, episode index), never on the batch or the process
+that ran it (DESIGN.md section 5), so the merged numbers are those of a local run, bit for bit.
+
+Ray is imported only here, when a run asks for it. ``ray.init()`` runs only if Ray is not
+running yet: ``RAY_ADDRESS`` (Ray's own convention) or the caller's own ``ray.init(...)``
+choose the cluster.
+
+Actors are kept between calls of one process. An audit makes several calls in a row (the
+calibration pass, the random-policy reference, adaptive rounds), and a fresh actor pays
+a worker start and the imports of gymnasium (0.3 s measured) and torch (seconds). Reuse
+is safe because an actor keeps nothing of a call but its imports: every call ships the
+agent, env and scenarios anew and the actor drops them at the end. Idle actors still
+hold one CPU each, so they are released after :data:`IDLE_SECONDS` without a call (or by
+:func:`release_actors`), and after a failed call the busy ones are killed rather than
+left running shards nobody will read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import socket
+import threading
+import traceback
+import warnings
+from collections import deque
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any
+
+from .._checks import integer
+from .._optional import require
+from ..errors import RolloutCapWarning
+from ..world.agents import Policy
+from ..world.envs import AuditEnv
+from ..world.scenarios import Scenario
+from .runner import EpisodeBatch, _run_pool
+
+__all__ = ["run_pool_on_ray", "RayTiming", "last_timing", "release_actors", "IDLE_SECONDS"]
+
+#: Seconds without a call after which the kept actors are killed (their CPUs freed). The
+#: calls of one audit come milliseconds apart; the caller's own Ray tasks that want those
+#: CPUs wait at most this long (or call :func:`release_actors` first).
+IDLE_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class RayTiming:
+    """Where the time of one :func:`run_pool_on_ray` call went, in seconds.
+
+    ``startup``: ``ray.init`` (if this call started Ray), starting new actors and shipping
+    the agent, env and scenarios to them; ``run``: running the shards and merging them.
+    """
+
+    startup: float
+    run: float
+    actors: int
+    new_actors: int
+    shards: int
+    started_ray: bool
+
+
+#: The timing of the latest :func:`run_pool_on_ray` call in this process (None before it);
+#: read it as ``ray_pool.last_timing`` (a ``from`` import would keep the old value).
+last_timing: RayTiming | None = None
+
+
+def run_pool_on_ray(
+    policy: Policy,
+    env: AuditEnv,
+    scenarios: Sequence[Scenario],
+    indices: Sequence[int],
+    *,
+    seed: int,
+    batch_size: int | None,
+    max_steps: int,
+    record: bool | Collection[str],
+    workers: int | None = None,
+) -> dict[str, EpisodeBatch]:
+    """``_run_pool(policy, env, scenarios, indices, ...)`` with the episode indices sharded
+    over Ray actors: the same batches, exceptions and warnings as the local run.
+
+    ``workers``: the number of shards (None: the cluster's CPU count), at most one per
+    episode index; one actor (1 CPU) per shard, up to the cluster's CPUs, the rest queue.
+    Every actor runs ``batch_size`` env slots of its own. See :data:`last_timing`.
+
+    >>> import numpy as np
+    >>> from pytest_rlaudit import scenarios
+    >>> from pytest_rlaudit.world.agents import as_policy
+    >>> from pytest_rlaudit.world.envs import env_spec
+    >>> out = run_pool_on_ray(as_policy(lambda obs: (obs[:, 2] > 0).astype(np.int64)),
+    ...                       env_spec("CartPole-v1"), scenarios.resolve(["nominal", "jitter"]),
+    ...                       [0, 1, 2, 3], seed=0, batch_size=None, max_steps=500,
+    ...                       record=False, workers=2)  # doctest: +SKIP
+    >>> out["jitter"].returns.shape  # doctest: +SKIP
+    (4,)
+    """
+    global last_timing
+    indices = list(indices)
+    if not indices or min(indices) < 0 or not scenarios:
+        # The runner owns these messages; it raises them before making any env.
+        return _run_pool(policy, env, scenarios, indices, seed=seed, batch_size=batch_size,
+                         max_steps=max_steps, record=record)
+    # Checked here so that a typo fails at once, not after Ray and the actors have started.
+    integer("seed", seed, minimum=0)
+    if batch_size is not None:
+        integer("batch_size", batch_size, minimum=1)
+    integer("max_steps", max_steps, minimum=1)
+    if workers is not None:
+        integer("workers", workers, minimum=1)
+    ray = require("ray", 'backend="ray"')
+
+    with _POOL.lock:
+        began = perf_counter()
+        started = not ray.is_initialized()
+        if started:
+            ray.init(include_dashboard=False, logging_level=logging.ERROR)
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 0)))
+        shards = _split(indices, min(len(indices), cpus if workers is None else workers))
+        actors, new = _POOL.take(ray, min(len(shards), cpus))
+        call = next(_CALLS)
+        try:
+            refs = [_put(ray, policy, "the agent"), _put(ray, env, "the env"),
+                    _put(ray, tuple(scenarios), "the scenarios")]
+            _check(ray.get([actor.load.remote(call, refs) for actor in actors]))
+            ran = perf_counter()
+            options = {"seed": seed, "batch_size": batch_size, "max_steps": max_steps,
+                       "record": record}
+            parts = _dispatch(ray, actors, call, shards, options)
+        except ray.exceptions.RayError:
+            _POOL.kill(ray, actors)  # an actor died or never started: start afresh next time
+            raise
+        finally:
+            _POOL.forget(call, actors)
+            _POOL.idle_timer()
+        names = [s.name for s in scenarios]
+        out = {name: EpisodeBatch.concat([part[name] for part, _ in parts]) for name in names}
+        last_timing = RayTiming(ran - began, perf_counter() - ran, len(actors), new, len(shards),
+                                started)
+    _rewarn([caught for _, caught in parts], out)
+    return out
+
+
+def release_actors() -> None:
+    """Kill the actors kept between calls now (rather than after :data:`IDLE_SECONDS`)."""
+    with _POOL.lock:
+        _POOL.release()
+
+
+def _split(items: list[int], n: int) -> list[list[int]]:
+    """``items`` in ``n`` consecutive runs whose lengths differ by at most one."""
+    size, extra = divmod(len(items), n)
+    bounds = list(itertools.accumulate([size + (k < extra) for k in range(n)], initial=0))
+    return [items[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def _put(ray: Any, obj: Any, what: str) -> Any:
+    try:
+        return ray.put(obj)
+    except Exception:
+        # Ray's own message is a page of serializability diagnostics; cloudpickle's
+        # one line names the culprit.
+        try:
+            ray.cloudpickle.dumps(obj)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        else:
+            raise  # not a pickling problem: Ray's own error says more
+        raise TypeError(
+            f'backend="ray" ships {what} to every actor with cloudpickle, and {what} '
+            f"cannot be pickled ({reason}). Give an importable or picklable object (a "
+            "factory function rather than a live env or a handle to a resource)."
+        ) from None
+
+
+def _dispatch(ray: Any, actors: list[Any], call: int, shards: list[list[int]],
+              options: dict[str, Any]) -> list[Any]:
+    """Run every shard on the next idle actor; return the results in shard order."""
+    out: list[Any] = [None] * len(shards)
+    todo = deque(enumerate(shards))
+    idle = list(actors)
+    running: dict[Any, tuple[int, Any]] = {}
+    try:
+        while todo or running:
+            while todo and idle:
+                k, shard = todo.popleft()
+                actor = idle.pop()
+                running[actor.run.remote(call, shard, options)] = (k, actor)
+            ready, _ = ray.wait(list(running), num_returns=1)
+            # When several shards are done, the earliest one's error is the one to raise.
+            for ref in sorted(ready, key=lambda r: running[r][0]):
+                result = _get(ray, ref)  # an actor that died raises here: still running, killed
+                k, actor = running.pop(ref)
+                out[k] = _check([result])[0]
+                idle.append(actor)
+    except BaseException:
+        # Shards still running would hold their actors until they finish; nobody reads them.
+        _POOL.kill(ray, [actor for _, actor in running.values()])
+        raise
+    return out
+
+
+def _get(ray: Any, ref: Any) -> Any:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:  # raised outside the actor's own try
+        cause = exc.cause
+        if isinstance(cause, Exception) and not isinstance(cause, ray.exceptions.RayError):
+            raise cause from None
+        raise
+
+
+def _check(results: list[Any]) -> list[Any]:
+    """``results`` unchanged, unless one is a :class:`_Failure`: raise its exception."""
+    for result in results:
+        if isinstance(result, _Failure):
+            result.reraise()
+    return results
+
+
+def _rewarn(caught: list[list[tuple[type[Warning], str]]], out: dict[str, EpisodeBatch]) -> None:
+    """Warn on the caller's side what the shards warned: each message once, and one
+    RolloutCapWarning counting the capped episodes of all shards, as a local run does.
+    Attributed where a local run's are: to run_episodes (via runner._on_ray and us)."""
+    seen: set[tuple[type[Warning], str]] = set()
+    cap = None
+    for category, message in itertools.chain.from_iterable(caught):
+        if issubclass(category, RolloutCapWarning):
+            cap = message
+        elif (category, message) not in seen:
+            seen.add((category, message))
+            warnings.warn(message, category, stacklevel=4)
+    if cap is not None:
+        total = sum(int(batch.capped.sum()) for batch in out.values())
+        # The runner's message starts with its own shard's count: put the total there.
+        warnings.warn(f"{total} {cap.partition(' ')[2]}", RolloutCapWarning, stacklevel=4)
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised on a Ray actor, as text (it cannot travel)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.text}"""'
+
+
+class _Failure:
+    """An exception raised on an actor, made to travel: the exception itself and its
+    ``__cause__`` when they pickle, and the whole traceback as text."""
+
+    def __init__(self, exc: BaseException) -> None:
+        where = f"on Ray actor pid {os.getpid()} at {socket.gethostname()}"
+        self.text = f"{where}\n" + "".join(traceback.format_exception(type(exc), exc,
+                                                                      exc.__traceback__))
+        self.error = _portable(exc) or RuntimeError(
+            f"{type(exc).__name__}: {exc} (raised on a Ray actor; the exception itself could "
+            "not be pickled back)")
+        self.cause = _portable(exc.__cause__) if exc.__cause__ is not None else None
+
+    def reraise(self) -> None:
+        remote = _RemoteTraceback(self.text)
+        if self.cause is not None:
+            self.cause.__cause__ = remote
+            self.error.__cause__ = self.cause
+        else:
+            self.error.__cause__ = remote
+        raise self.error
+
+
+def _portable(exc: BaseException) -> BaseException | None:
+    """``exc`` if it survives a pickle round trip (what Ray does to a return value)."""
+    import ray
+
+    try:
+        ray.cloudpickle.loads(ray.cloudpickle.dumps(exc))
+    except Exception:
+        return None
+    return exc
+
+
+class _Worker:
+    """A Ray actor: loads a call's agent, env and scenarios once, then runs its shards."""
+
+    def __init__(self) -> None:
+        self.loaded: dict[int, tuple[Policy, AuditEnv, tuple[Scenario, ...]]] = {}
+
+    def load(self, call: int, refs: list[Any]) -> _Failure | None:
+        import ray
+
+        # The refs arrive nested in a list, so that a failure to unpickle them (a module
+        # missing on this node) happens here and travels back like any other error.
+        try:
+            policy, env, scenarios = ray.get(refs)
+        except Exception as exc:
+            return _Failure(exc)
+        self.loaded[call] = (policy, env, scenarios)
+        return None
+
+    def run(self, call: int, indices: list[int], options: dict[str, Any]) -> Any:
+        policy, env, scenarios = self.loaded[call]
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = _run_pool(policy, env, scenarios, indices, **options)
+        except Exception as exc:
+            return _Failure(exc)
+        return out, [(w.category, str(w.message)) for w in caught]
+
+    def forget(self, call: int) -> None:
+        self.loaded.pop(call, None)
+
+
+_CALLS = itertools.count()
+
+
+class _Pool:
+    """The actors kept between calls, for the Ray session that started them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # one call at a time uses the pool
+        self.actors: list[Any] = []
+        self.session: tuple[str, str] | None = None
+        self.actor_class: Any = None
+        self.timer: threading.Timer | None = None
+        self.calls = 0
+
+    def take(self, ray: Any, n: int) -> tuple[list[Any], int]:
+        """``n`` actors of the current session, started as needed; and how many were new."""
+        context = ray.get_runtime_context()
+        session = (context.get_job_id(), context.get_node_id())
+        if session != self.session:  # Ray was shut down and started again: handles are stale
+            self.actors, self.session = [], session
+        if self.actor_class is None:
+            self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(_Worker)
+        new = [self.actor_class.remote() for _ in range(n - len(self.actors))]
+        self.actors.extend(new)
+        return self.actors[:n], len(new)
+
+    def forget(self, call: int, actors: list[Any]) -> None:
+        for actor in actors:
+            if actor in self.actors:
+                actor.forget.remote(call)
+
+    def kill(self, ray: Any, actors: list[Any]) -> None:
+        for actor in actors:
+            if actor in self.actors:
+                self.actors.remove(actor)
+            try:
+                ray.kill(actor)
+            except Exception:  # already dead, or Ray is shutting down: nothing to free
+                pass
+
+    def idle_timer(self) -> None:
+        self.calls += 1
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = threading.Timer(IDLE_SECONDS, self._release_if_idle, args=(self.calls,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _release_if_idle(self, calls: int) -> None:
+        if self.lock.acquire(blocking=False):  # a call running now is not idle
+            try:
+                if self.calls == calls:
+                    self.release()
+            finally:
+                self.lock.release()
+
+    def release(self) -> None:
+        if not self.actors:
+            return
+        import ray
+
+        context = ray.get_runtime_context() if ray.is_initialized() else None
+        if context is not None and (context.get_job_id(), context.get_node_id()) == self.session:
+            self.kill(ray, list(self.actors))
+        self.actors = []
+
+
+_POOL = _Pool()
