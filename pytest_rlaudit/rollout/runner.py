@@ -40,7 +40,7 @@ from ..world.reuse import reset_is_exact
 from ..world.scenarios import NOMINAL, Scenario
 from .checks import ActionChecker, all_finite, check_obs, show
 from .slots import Finished, Job, Reply, SlotGroup, attach_policy, stack, where
-from .workers import LocalGroup, ProcessGroup, check_workers, resolve_workers, take_ready
+from .workers import LocalGroup, ProcessGroup, check_workers, pinned, resolve_workers
 
 __all__ = ["EpisodeBatch", "run_episodes", "check_backend", "check_workers", "BACKENDS", "DEFAULT_MAX_STEPS",
            "DEFAULT_BATCH_SIZE"]
@@ -149,7 +149,7 @@ def _pool(workers: int | str | None, backend: str) -> Any:
     if backend == "ray":
         from .ray_pool import run_pool_on_ray
 
-        actors = None if workers in (None, "auto") else resolve_workers(workers) or None
+        actors = None if workers in (None, "auto") else resolve_workers(workers)
         return partial(_on_ray, run_pool_on_ray, actors)
     return partial(_run_pool, workers=resolve_workers(workers))
 
@@ -177,10 +177,10 @@ def _run_pool(
     batch_size: int | None,
     max_steps: int,
     record: bool | Collection[str],
-    workers: int = 0,
+    workers: int = 1,
 ) -> dict[str, EpisodeBatch]:
     """:func:`run_episodes` of scenarios that need no calibration: one pool of slots,
-    stepped here (``workers=0``) or in ``workers`` worker processes (:mod:`.workers`)."""
+    stepped by ``workers`` processes, this one included (:mod:`.workers`)."""
     indices = list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
     if not indices or min(indices) < 0:
         raise ValueError(f"episodes must be a count >= 1 or non-negative indices, got {episodes!r}")
@@ -194,50 +194,52 @@ def _run_pool(
     jobs: deque[Job] = deque((s, e) for s in range(len(scenarios)) for e in range(n_eps))
     reuse = reset_is_exact(env)
 
-    # The policy learns the env's spaces from one env made here (and so do the workers,
-    # which must keep them); that env then serves the in-process pool.
-    probe = SlotGroup(env, scenarios, indices, seed=seed, max_steps=max_steps,
-                      slots=min(batch_size, len(jobs)) if not workers else 0, reuse=reuse)
+    # Env groups: this process's own, and one per further worker process. The policy
+    # learns the env's spaces from the first env made here; the workers must keep them.
+    count = max(1, min(workers, len(jobs)))
+    sizes = _group_sizes(max(batch_size, count), count)
+    local = SlotGroup(env, scenarios, indices, seed=seed, max_steps=max_steps, slots=sizes[0],
+                      reuse=reuse)
+    groups: list[Any] = [LocalGroup(local)]
     try:
-        first = probe.make(0)
+        first = local.make(0)
         if hasattr(policy, "bind"):
             policy.bind(first[0].observation_space, first[0].action_space)
         attach_policy(first[0], policy)
-        probe.policy = policy
-        if workers:
-            probe.close()
-            groups = _worker_groups(policy, env, scenarios, indices, probe.spaces, workers,
-                                    seed=seed, max_steps=max_steps, slots=batch_size,
-                                    jobs=len(jobs), reuse=reuse)
-        else:
-            probe.free[0] = [first]
-            groups = [LocalGroup(probe)]
-        return _drive(policy, groups, jobs, scenarios, indices, seed=seed, max_steps=max_steps,
-                      record=record, space=probe.spaces[1])
+        local.policy = policy
+        local.free[0] = [first]
+        with pinned(len(sizes)) as cores:
+            for size, core in zip(sizes[1:], cores[1:], strict=True):
+                build = _builder(policy, env, scenarios, indices, local.spaces, seed=seed,
+                                 max_steps=max_steps, slots=size, reuse=reuse)
+                groups.append(ProcessGroup(build, size, core))
+            return _drive(policy, groups, jobs, scenarios, indices, seed=seed,
+                          max_steps=max_steps, record=record, space=local.spaces[1])
     finally:
-        probe.close()
-
-
-def _worker_groups(policy: Policy, env: AuditEnv, scenarios: Sequence[Scenario],
-                   indices: list[int], spaces: Any, workers: int, *, seed: int,
-                   max_steps: int, slots: int, jobs: int, reuse: bool) -> list[Any]:
-    """``workers`` process groups sharing ``slots`` env slots (at least one each)."""
-    count = max(1, min(workers, jobs))
-    sizes = [len(part) for part in np.array_split(np.arange(max(slots, count)), count)]
-
-    def build(size: int):
-        return lambda: SlotGroup(env, scenarios, indices, seed=seed, max_steps=max_steps,
-                                 slots=size, reuse=reuse, spaces=spaces, policy=policy)
-
-    groups: list[Any] = []
-    try:
-        for size in sizes:
-            groups.append(ProcessGroup(build(size), size))
-    except BaseException:
         for group in groups:
             group.close()
-        raise
-    return groups
+
+
+#: This process's share of the env slots relative to a worker's. It also makes every
+#: policy call, but those are short next to the envs a worker steps meanwhile, so it steps
+#: almost as many (0.9 was the fastest of 0.5-1.1 in benchmarks/bench_workers.py).
+LOCAL_SHARE = 0.9
+
+
+def _group_sizes(slots: int, groups: int) -> list[int]:
+    """Slots per group, this process's first (at least one each): a worker's share is 1,
+    this process's :data:`LOCAL_SHARE`."""
+    if groups == 1:
+        return [slots]
+    local = max(1, round(slots * LOCAL_SHARE / (LOCAL_SHARE + groups - 1)))
+    rest = [len(part) for part in np.array_split(np.arange(slots - local), groups - 1)]
+    return [local, *(max(1, n) for n in rest)]
+
+
+def _builder(policy: Policy, env: AuditEnv, scenarios: Sequence[Scenario], indices: list[int],
+             spaces: Any, **settings: Any) -> Any:
+    """What a worker process runs to build its group (inherited by fork, never pickled)."""
+    return lambda: SlotGroup(env, scenarios, indices, spaces=spaces, policy=policy, **settings)
 
 
 def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Sequence[Scenario],
@@ -245,8 +247,9 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
            space: Any) -> dict[str, EpisodeBatch]:
     """The runner's half of the pool: hand out jobs, make every policy call, gather results.
 
-    Groups take turns (receive a group's observations, act, send its actions), so with
-    worker processes the envs of the other groups step while this process acts.
+    At each decision step this process acts for each group in turn, worker processes'
+    groups first: they step their envs while it acts for its own group (the first) and
+    steps it. One batched policy call per group and step.
     """
     # One function on purpose: the per-episode arrays, the policy states and the records
     # are the state every phase shares; the helpers close over them rather than pass a
@@ -269,11 +272,11 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
     check_actions = ActionChecker(space)
     stateful = bool(getattr(policy, "stateful", False))
     policy.reset()
-    # A worker holds a few queued jobs beyond its slots, so a slot that frees up starts
-    # its next episode at once; a few, so that no worker hoards the queue's tail.
-    backlog = 0 if isinstance(groups[0], LocalGroup) else 2
+    # With several groups each holds a few queued jobs beyond its slots, so a slot that
+    # frees up starts its next episode at once; a few, so no group hoards the queue's tail.
+    backlog = 0 if len(groups) == 1 else 2
 
-    def hand_out(group: Any, wanted: int) -> list[Job]:
+    def hand_out(wanted: int) -> list[Job]:
         return [jobs.popleft() for _ in range(min(wanted, len(jobs)))]
 
     def finish(done: Finished) -> None:
@@ -324,34 +327,44 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
                 rows_chosen[job].append(actions[i])
         return actions
 
-    try:
-        live: deque[Any] = deque()
-        share = -(-len(jobs) // len(groups))  # an even start, whatever the slot count
-        for group in groups:
-            group.send(None, hand_out(group, share if backlog == 0 else
-                                      min(share, group.slots + backlog)))
-            live.append(group)
-        while live:
-            group = take_ready(live)
-            reply = group.receive()
-            for done in reply.finished:
-                finish(done)
-            for job in reply.started:
-                if stateful:
-                    state_of[job] = policy.initial_state(
-                        episode_seed_sequence(seed, indices[job[1]], POLICY_STREAM))
-                if recorded[job[0]]:
-                    rows_seen[job], rows_chosen[job] = [], []
-            more = hand_out(group, backlog - reply.backlog) if backlog else []
-            if reply.jobs:
-                group.send(act(reply), more)
-                live.append(group)
-            elif more:
-                group.send(None, more)
-                live.append(group)
-    finally:
-        for group in groups:
-            group.close()
+    if backlog:
+        for group, first in zip(groups, _deal(jobs, [g.slots + backlog for g in groups]),
+                                strict=True):
+            group.send(None, first)
+    else:  # one group: the whole queue
+        groups[0].send(None, list(jobs))
+        jobs.clear()
+    replies = {id(g): g.receive() for g in groups}
+
+    def serve(group: Any) -> bool:
+        """Take in the group's last reply, act for its rows and send it on its way."""
+        reply = replies[id(group)]
+        for done in reply.finished:
+            finish(done)
+        for job in reply.started:
+            if stateful:
+                state_of[job] = policy.initial_state(
+                    episode_seed_sequence(seed, indices[job[1]], POLICY_STREAM))
+            if recorded[job[0]]:
+                rows_seen[job], rows_chosen[job] = [], []
+        more = hand_out(backlog - reply.backlog) if backlog else []
+        if not (reply.jobs or more):
+            return False
+        group.send(act(reply) if reply.jobs else None, more)
+        return True
+
+    # The worker processes' groups are served first: they step while this process acts
+    # for its own group and steps it.
+    local, remote = groups[0], groups[1:]
+    while remote or local is not None:
+        remote = [g for g in remote if serve(g)]
+        if local is not None:
+            if serve(local):
+                replies[id(local)] = local.receive()
+            else:
+                local = None
+        for group in remote:
+            replies[id(group)] = group.receive()
 
     n_capped = int(capped.sum())
     if n_capped:
@@ -367,6 +380,20 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
                            dict(scenarios[s].params))
         for s, name in enumerate(names)
     }
+
+
+def _deal(jobs: deque[Job], room: list[int]) -> list[list[Job]]:
+    """The first jobs of the queue dealt to groups with ``room`` places each, in proportion
+    to their room and in turn, so that every group starts with a mix of scenarios (their
+    episodes differ in decisions per env step, and so in cost)."""
+    hands: list[list[Job]] = [[] for _ in room]
+    total = sum(room)
+    while jobs and any(len(h) < r for h, r in zip(hands, room, strict=True)):
+        # the group furthest behind its proportional share takes the next job
+        g = min((i for i, r in enumerate(room) if len(hands[i]) < r),
+                key=lambda i: ((len(hands[i]) + 1) * total / room[i], i))
+        hands[g].append(jobs.popleft())
+    return hands
 
 
 def _row(batch: Any, i: int) -> Any:

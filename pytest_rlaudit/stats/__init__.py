@@ -43,6 +43,10 @@ _HOMES = {
     "Verdict": "ratings",
     "AdaptiveResult": "sequential",
     "adaptive_sample": "sequential",
+    "AdaptiveRuns": "sequential",
+    "adaptive_decisions": "sequential",
+    "look_bounds": "sequential",
+    "SPENDING_GAMMA": "sequential",
 }
 __all__ = list(_HOMES)
 

@@ -175,9 +175,10 @@ def assert_robust(
     interval's low end meets the threshold (use it to *prove* robustness); ``"not_worse"``
     fails only when the interval's high end is below it (a CI gate that never fails on
     noise). With ``max_episodes``, episodes are added in rounds of ``episodes`` until the
-    verdict is decided, the interval is narrower than ``target_ci_width``, or
-    ``max_episodes`` is reached (see :func:`pytest_rlaudit.stats.adaptive_sample` for the
-    error control). ``workers`` and ``backend`` say where episodes run, as in
+    verdict is decided, in point mode settled to within what ``max_episodes`` could
+    resolve, the interval is narrower than ``target_ci_width``, or ``max_episodes`` is
+    reached (a group-sequential design: see :func:`pytest_rlaudit.stats.adaptive_sample`
+    for the error control). ``workers`` and ``backend`` say where episodes run, as in
     :func:`~pytest_rlaudit.audit` (never changing a number). Raises
     :class:`RobustnessError` with the numbers, the seed to reproduce and the diagnosis.
     """
@@ -293,7 +294,7 @@ def check_robust(
         outcome = adaptive_sample(
             more, episodes=episodes, max_episodes=max_episodes, threshold=binding[0],
             target_ci_width=target_ci_width, reference=ref, confidence=confidence,
-            seed=_stream_seed(seed, chosen.name), strict=binding[1])
+            seed=_stream_seed(seed, chosen.name), strict=binding[1], mode=mode)
         batches = {name: EpisodeBatch.concat([p[name] for p in parts])
                    for name in ("nominal", chosen.name)}
         intervals, stopped = {chosen.name: outcome.ci}, outcome.stopped

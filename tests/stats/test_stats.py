@@ -23,6 +23,7 @@ from pytest_rlaudit.stats import (
     ratio,
     verdict,
 )
+from pytest_rlaudit.stats.sequential import look_bounds
 
 EPISODES = 30
 
@@ -147,7 +148,11 @@ def test_adaptive_sampling_stops_early_when_decided_and_on_a_width_target():
 
     out = adaptive_sample(more, episodes=10, max_episodes=50, threshold=0.8)
     assert (out.stopped, out.looks, len(out.nominal)) == ("decided", 1, 10)
-    assert out.planned_looks == 5 and out.look_confidence == pytest.approx(0.99)
+    # the first of 5 looks: its share of alpha under Lan-DeMets spending (HSD, gamma 5) is
+    # 0.05 (1 - e^-1) / (1 - e^-5) = 0.0318, so its interval's level is 1 - 0.0318
+    assert out.planned_looks == 5 and out.look_confidence == pytest.approx(0.9682, abs=1e-4)
+    assert out.look_confidence == pytest.approx(math.erf(look_bounds(range(10, 51, 10))[0]
+                                                         / math.sqrt(2)))
     out = adaptive_sample(more, episodes=10, max_episodes=200, target_ci_width=0.02)
     assert out.stopped == "narrow" and out.ci[1] - out.ci[0] <= 0.02 and len(out.nominal) > 10
     with pytest.raises(ValueError, match="threshold or a target_ci_width"):

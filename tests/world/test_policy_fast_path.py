@@ -136,7 +136,7 @@ def test_actions_are_those_of_predict_bit_for_bit(models, name):
     policy = SB3Policy(model)
     policy.bind(model.observation_space, model.action_space)
     assert policy._fast  # the path under test
-    assert (policy._squashed_mean is not None) == (name == "SAC")  # SAC's mean, straight
+    assert policy._sac == (name == "SAC")  # SAC's mean, straight
     for n in ROW_COUNTS:
         for dtype in (np.float32, np.float64):  # MuJoCo envs give float64 observations
             obs = _observations(env_id, n).astype(dtype)
@@ -354,3 +354,17 @@ def test_a_module_that_overrides_train_still_gets_eval_and_train():
     actions, _ = _torch_policy(actor).act(_observations(PENDULUM, 8), None)
     assert calls == [False, True] and actor.training
     _same_bits(actions, _torch_policy(_Actor().eval()).act(_observations(PENDULUM, 8), None)[0])
+
+
+def test_a_pickled_policy_travels_without_the_model_around_it(models):
+    """What a Ray actor gets: the policy network, not a SAC model's replay buffer."""
+    import pickle
+
+    model = models["SAC"]
+    assert model.replay_buffer is not None
+    policy = SB3Policy(model)
+    shipped = pickle.loads(pickle.dumps(policy))
+    assert len(pickle.dumps(policy)) < len(pickle.dumps(model))
+    assert shipped.model is shipped.sb3_policy and not hasattr(shipped.model, "replay_buffer")
+    obs = _observations(PENDULUM, 17)
+    _same_bits(shipped.act(obs, None)[0], policy.act(obs, None)[0])

@@ -71,24 +71,15 @@ def _flat_obs(policy: Any) -> bool:
             and not isinstance(space, spaces.Dict) and not is_image_space(space))
 
 
-def _sac_mean(policy: Any) -> Callable[[Any], Any] | None:
-    """For SB3's own SAC actor (no gSDE), the deterministic action its ``_predict`` gives,
-    ``tanh(mu(latent_pi(features)))``, without the distribution it builds around the mean
-    (the same tensor operations, so the same bits); None for any other policy."""
+def _plain_sac(policy: Any) -> bool:
+    """Whether ``policy`` is SB3's own SAC policy and actor (no gSDE): its deterministic
+    action is then ``tanh(mu(latent_pi(features)))``, which :class:`SB3Policy` computes
+    without the distribution ``_predict`` builds around the mean (the same tensor
+    operations, so the same bits)."""
     sac = sys.modules.get("stable_baselines3.sac.policies")
-    if sac is None:
-        return None
     actor = getattr(policy, "actor", None)
-    if (type(policy)._predict is not sac.SACPolicy._predict or type(actor) is not sac.Actor
-            or actor.use_sde):
-        return None
-    import torch
-
-    def mean(obs: Any) -> Any:
-        features = actor.extract_features(obs, actor.features_extractor)
-        return torch.tanh(actor.mu(actor.latent_pi(features)))
-
-    return mean
+    return (sac is not None and type(policy)._predict is sac.SACPolicy._predict
+            and type(actor) is sac.Actor and not actor.use_sde)
 
 
 def _rows(obs: Any) -> int:
@@ -138,8 +129,16 @@ class SB3Policy(BasePolicy):
         self.name = name or type(model).__name__
         self._fast = not self.recurrent and _plain_predict(self.sb3_policy)
         self._flat = self._fast and _flat_obs(self.sb3_policy)
-        self._squashed_mean = _sac_mean(self.sb3_policy) if self._fast else None
+        self._sac = self._fast and _plain_sac(self.sb3_policy)
         self._forget_mode()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled to travel (Ray actors): the policy network is all an audit runs, so the
+        # model around it (its replay buffer: hundreds of MB for SAC) stays behind.
+        state = dict(self.__dict__)
+        state["model"] = self.sb3_policy
+        state["_modules"] = None  # eval mode is checked again where it lands
+        return state
 
     def _forget_mode(self) -> None:
         """Make the next call set eval mode (and read the device) again."""
@@ -193,7 +192,7 @@ class SB3Policy(BasePolicy):
         Box actions ``unscale_action`` when the policy squashes, else a clip to the space.
         A SAC actor's deterministic action is ``tanh`` of its mean, which ``_predict``
         reaches by building a torch ``Normal`` it then ignores (a third of the call): that
-        is taken straight (:func:`_sac_mean`).
+        is taken straight (:func:`_plain_sac`).
 
         >>> from stable_baselines3 import PPO
         >>> model = PPO("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=[8]), seed=0)
@@ -215,8 +214,10 @@ class SB3Policy(BasePolicy):
         else:
             obs_tensor = policy.obs_to_tensor(obs)[0]
         with torch.no_grad():
-            if deterministic and self._squashed_mean is not None:
-                out = self._squashed_mean(obs_tensor)
+            if deterministic and self._sac:
+                actor = policy.actor
+                features = actor.extract_features(obs_tensor, actor.features_extractor)
+                out = torch.tanh(actor.mu(actor.latent_pi(features)))
             else:
                 out = policy._predict(obs_tensor, deterministic=deterministic)
         space = policy.action_space
