@@ -7,7 +7,6 @@ import importlib
 import json
 import os
 import pickle
-import sys
 import warnings
 import zipfile
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from ..._optional import EXTRAS, missing
 from ...errors import PolicyError
 from .base import BasePolicy
 from .pickles import gym_as_gymnasium
+from .sb3_fast import batch_rows, flat_obs, plain_predict, plain_sac, row
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads
 
 __all__ = ["SB3Policy", "load_sb3", "canonical_algo", "trained_with_vec_normalize"]
@@ -42,55 +42,6 @@ def _same_obs_shape(own: Any, env: Any) -> bool:
         return True
     return (own_shape is not None and env_shape is not None and len(env_shape) == 3
             and tuple(own_shape) == (env_shape[-1], *env_shape[:-1]))
-
-
-def _plain_predict(policy: Any) -> bool:
-    """Whether ``policy.predict`` is SB3's own, whose steps :class:`SB3Policy` can take
-    itself; MaskablePPO's counts, as without masks it is the same. A policy that overrides
-    it (recurrent ones, users' own) keeps its ``predict``."""
-    base = sys.modules.get("stable_baselines3.common.policies")
-    if base is None:
-        return False
-    own = [base.BasePolicy.predict]
-    maskable = sys.modules.get("sb3_contrib.common.maskable.policies")
-    if maskable is not None:
-        own.append(maskable.MaskableActorCriticPolicy.predict)
-    return (isinstance(policy, base.BasePolicy) and getattr(type(policy), "predict", None) in own
-            and callable(getattr(policy, "_predict", None)))
-
-
-def _flat_obs(policy: Any) -> bool:
-    """Whether the policy's ``obs_to_tensor`` is SB3's and does no more than copy and
-    reshape (no Dict keys, no image transposes): then :class:`SB3Policy` does that itself,
-    without the checks ``obs_to_tensor`` repeats on every call."""
-    from stable_baselines3.common.policies import BaseModel
-    from stable_baselines3.common.preprocessing import is_image_space
-
-    space = policy.observation_space
-    return (type(policy).obs_to_tensor is BaseModel.obs_to_tensor
-            and not isinstance(space, spaces.Dict) and not is_image_space(space))
-
-
-def _plain_sac(policy: Any) -> bool:
-    """Whether ``policy`` is SB3's own SAC policy and actor (no gSDE): its deterministic
-    action is then ``tanh(mu(latent_pi(features)))``, which :class:`SB3Policy` computes
-    without the distribution ``_predict`` builds around the mean (the same tensor
-    operations, so the same bits)."""
-    sac = sys.modules.get("stable_baselines3.sac.policies")
-    actor = getattr(policy, "actor", None)
-    return (sac is not None and type(policy)._predict is sac.SACPolicy._predict
-            and type(actor) is sac.Actor and not actor.use_sde)
-
-
-def _rows(obs: Any) -> int:
-    return len(next(iter(obs.values()))) if isinstance(obs, dict) else obs.shape[0]
-
-
-def _row(obs: Any, i: int) -> Any:
-    """Row ``i`` of a batch, keeping the batch axis."""
-    if isinstance(obs, dict):
-        return {key: value[i : i + 1] for key, value in obs.items()}
-    return obs[i : i + 1]
 
 
 class SB3Policy(BasePolicy):
@@ -127,9 +78,9 @@ class SB3Policy(BasePolicy):
             )
         self.stateful = self.recurrent or not self.deterministic
         self.name = name or type(model).__name__
-        self._fast = not self.recurrent and _plain_predict(self.sb3_policy)
-        self._flat = self._fast and _flat_obs(self.sb3_policy)
-        self._sac = self._fast and _plain_sac(self.sb3_policy)
+        self._fast = not self.recurrent and plain_predict(self.sb3_policy)
+        self._flat = self._fast and flat_obs(self.sb3_policy)
+        self._sac = self._fast and plain_sac(self.sb3_policy)
         self._forget_mode()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -174,7 +125,7 @@ class SB3Policy(BasePolicy):
         return np.random.default_rng(seed)
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
-        n = _rows(obs)
+        n = batch_rows(obs)
         with _torch_threads(self.torch_threads):
             if self.recurrent:
                 return self._act_recurrent(obs, states)
@@ -192,7 +143,7 @@ class SB3Policy(BasePolicy):
         Box actions ``unscale_action`` when the policy squashes, else a clip to the space.
         A SAC actor's deterministic action is ``tanh`` of its mean, which ``_predict``
         reaches by building a torch ``Normal`` it then ignores (a third of the call): that
-        is taken straight (:func:`_plain_sac`).
+        is taken straight (:func:`~.sb3_fast.plain_sac`).
 
         >>> from stable_baselines3 import PPO
         >>> model = PPO("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=[8]), seed=0)
@@ -250,15 +201,15 @@ class SB3Policy(BasePolicy):
         for i, rng in enumerate(states):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(int(rng.integers(2**63 - 1)))
-                action = self.actions(_row(obs, i), deterministic=False)
+                action = self.actions(row(obs, i), deterministic=False)
             rows.append(action[0])
         return np.stack(rows), states
 
     def _act_recurrent(self, obs: np.ndarray, states: list[Any] | None):
         assert states is not None
-        n = _rows(obs)
+        n = batch_rows(obs)
         padded = _pad_rows(obs, MIN_TORCH_ROWS)
-        rows = _rows(padded)
+        rows = batch_rows(padded)
         zero = np.zeros(self.sb3_policy.lstm_hidden_state_shape, dtype=np.float32)
         starts = np.ones(rows, dtype=np.float32)
         hs, cs = [], []
