@@ -40,7 +40,7 @@ from ..world.scenarios import NOMINAL, Scenario
 from .batches import EpisodeBatch
 from .checks import ActionChecker, all_finite, check_obs, show
 from .slots import Finished, Job, Reply, SlotGroup, attach_policy, stack, where
-from .workers import LocalGroup, ProcessGroup, check_workers, pinned, resolve_workers
+from .workers import LocalGroup, ProcessGroup, check_workers, resolve_workers
 
 __all__ = ["EpisodeBatch", "run_episodes", "check_backend", "check_workers", "BACKENDS", "DEFAULT_MAX_STEPS",
            "DEFAULT_BATCH_SIZE"]
@@ -77,10 +77,11 @@ def run_episodes(
     scenarios named. Exceptions from the agent or the env are re-raised as
     :class:`RolloutError` naming scenario, episode and step.
 
-    Where the work runs never changes a number. ``workers`` (``None``: none; a count, or
-    ``"auto"``: one per core) steps the env slots in that many worker processes while
-    this process makes the batched policy calls (:mod:`.workers`; for envs that cost more
-    than the policy, such as MuJoCo). ``backend="ray"`` runs shards of the episodes on
+    Where the work runs never changes a number. ``workers`` (``None``: this process
+    alone; a count, or ``"auto"``: one per core) steps the env slots in that many
+    processes, this one and ``workers - 1`` forked ones, while this process makes the
+    batched policy calls (:mod:`.workers`; for envs that cost more than the policy, such
+    as MuJoCo). ``backend="ray"`` runs shards of the episodes on
     Ray actors instead, each with its own copy of the agent (``workers`` actors; default:
     the cluster's CPUs; :mod:`.ray_pool`).
 
@@ -171,13 +172,12 @@ def _run_pool(
         attach_policy(first[0], policy)
         local.policy = policy
         local.free[0] = [first]
-        with pinned(len(sizes)) as cores:
-            for size, core in zip(sizes[1:], cores[1:], strict=True):
-                build = _builder(policy, env, scenarios, indices, local.spaces, seed=seed,
-                                 max_steps=max_steps, slots=size, reuse=reuse)
-                groups.append(ProcessGroup(build, size, core))
-            return _drive(policy, groups, jobs, scenarios, indices, seed=seed,
-                          max_steps=max_steps, record=record, space=local.spaces[1])
+        for size in sizes[1:]:
+            build = _builder(policy, env, scenarios, indices, local.spaces, seed=seed,
+                             max_steps=max_steps, slots=size, reuse=reuse)
+            groups.append(ProcessGroup(build, size))
+        return _drive(policy, groups, jobs, scenarios, indices, seed=seed,
+                      max_steps=max_steps, record=record, space=local.spaces[1])
     finally:
         for group in groups:
             group.close()

@@ -21,16 +21,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._checks import workers as check_workers
 from ..errors import RolloutError
 from .slots import Job, Reply, SlotGroup
 
-__all__ = ["ProcessGroup", "LocalGroup", "check_workers", "pinned", "resolve_workers",
-           "usable_cores"]
+__all__ = ["ProcessGroup", "LocalGroup", "check_workers", "resolve_workers", "usable_cores"]
 
 
 def usable_cores() -> int:
@@ -52,28 +50,6 @@ def resolve_workers(workers: int | str | None) -> int:
     if workers == "auto":
         return usable_cores()
     return max(1, workers)
-
-
-@contextmanager
-def pinned(processes: int) -> Iterator[list[int | None]]:
-    """A core for each of ``processes`` env-stepping processes, this one first, which is
-    pinned to its core until the block ends (its own setting restored). Pinned, a process
-    keeps its envs in its core's caches between the short steps it takes turns at
-    (measured: 10-20% faster with two processes on two cores). None for every process
-    where there are fewer cores than processes, or the OS cannot pin."""
-    if processes < 2 or not hasattr(os, "sched_setaffinity"):
-        yield [None] * processes
-        return
-    mine = os.sched_getaffinity(0)
-    cores = sorted(mine)
-    if len(cores) < processes:
-        yield [None] * processes
-        return
-    os.sched_setaffinity(0, {cores[0]})
-    try:
-        yield cores[:processes]
-    finally:
-        os.sched_setaffinity(0, mine)
 
 
 class LocalGroup:
@@ -109,11 +85,9 @@ class _Failure:
         return pickle.loads(self.payload)
 
 
-def _serve(conn: Any, build: Callable[[], SlotGroup], core: int | None) -> None:
+def _serve(conn: Any, build: Callable[[], SlotGroup]) -> None:
     group = None
     try:
-        if core is not None:
-            os.sched_setaffinity(0, {core})
         group = build()
         while True:
             message = conn.recv()
@@ -135,8 +109,7 @@ def _serve(conn: Any, build: Callable[[], SlotGroup], core: int | None) -> None:
 class ProcessGroup:
     """A :class:`SlotGroup` built and stepped in a forked worker process."""
 
-    def __init__(self, build: Callable[[], SlotGroup], slots: int,
-                 core: int | None = None) -> None:
+    def __init__(self, build: Callable[[], SlotGroup], slots: int) -> None:
         self.slots = slots
         if "fork" not in multiprocessing.get_all_start_methods():
             raise RolloutError(
@@ -145,7 +118,7 @@ class ProcessGroup:
             )
         context = multiprocessing.get_context("fork")
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, build, core), daemon=True,
+        self.process = context.Process(target=_serve, args=(child, build), daemon=True,
                                        name="rlaudit-envs")
         self.process.start()
         child.close()
