@@ -92,9 +92,9 @@ class _Failure:
 
 def _spin(conn: Any) -> None:
     """Wait for a message on ``conn``, polling for up to :data:`SPIN_SECONDS` before
-    blocking: a process woken from sleep starts 0.1-0.2 ms late on a virtual machine,
-    longer than many a decision step's envs take; a short spin costs a core that would
-    wait anyway."""
+    blocking: a process woken from sleep is slow to start again on a virtual machine,
+    next to the fraction of a millisecond a small group's envs take per step (measured
+    in benchmarks/bench_workers.py); a short spin costs a core that would wait anyway."""
     if conn.poll(0):
         return
     deadline = time.perf_counter() + SPIN_SECONDS
