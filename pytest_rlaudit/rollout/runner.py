@@ -40,7 +40,14 @@ from ..world.scenarios import NOMINAL, Scenario
 from .batches import EpisodeBatch
 from .checks import ActionChecker, all_finite, check_obs, show
 from .slots import Finished, Job, Reply, SlotGroup, attach_policy, stack, where
-from .workers import LocalGroup, ProcessGroup, check_workers, resolve_workers
+from .workers import (
+    SPIN_SECONDS,
+    LocalGroup,
+    ProcessGroup,
+    check_workers,
+    resolve_workers,
+    usable_cores,
+)
 
 __all__ = ["EpisodeBatch", "run_episodes", "check_backend", "check_workers", "BACKENDS", "DEFAULT_MAX_STEPS",
            "DEFAULT_BATCH_SIZE"]
@@ -172,10 +179,11 @@ def _run_pool(
         attach_policy(first[0], policy)
         local.policy = policy
         local.free[0] = [first]
+        spin = SPIN_SECONDS if len(sizes) <= usable_cores() else 0.0
         for size in sizes[1:]:
             build = _builder(policy, env, scenarios, indices, local.spaces, seed=seed,
                              max_steps=max_steps, slots=size, reuse=reuse)
-            groups.append(ProcessGroup(build, size))
+            groups.append(ProcessGroup(build, size, spin))
         return _drive(policy, groups, jobs, scenarios, indices, seed=seed,
                       max_steps=max_steps, record=record, space=local.spaces[1])
     finally:

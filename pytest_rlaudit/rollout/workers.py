@@ -32,7 +32,8 @@ from .slots import Job, Reply, SlotGroup
 __all__ = ["ProcessGroup", "LocalGroup", "check_workers", "resolve_workers", "usable_cores"]
 
 
-#: How long a process polls for its next message before it sleeps on it (see _spin).
+#: How long a process polls for its next message before it sleeps on it (see _Waiter);
+#: only where there is a core for each env-stepping process.
 SPIN_SECONDS = 0.002
 
 
@@ -90,26 +91,40 @@ class _Failure:
         return pickle.loads(self.payload)
 
 
-def _spin(conn: Any) -> None:
-    """Wait for a message on ``conn``, polling for up to :data:`SPIN_SECONDS` before
-    blocking: a process woken from sleep is slow to start again on a virtual machine,
-    next to the fraction of a millisecond a small group's envs take per step (measured
-    in benchmarks/bench_workers.py); a short spin costs a core that would wait anyway."""
-    if conn.poll(0):
-        return
-    deadline = time.perf_counter() + SPIN_SECONDS
-    while time.perf_counter() < deadline:
-        if conn.poll(0):
+class _Waiter:
+    """Waits for messages on a connection, polling for up to ``spin`` seconds before it
+    sleeps: a process woken from sleep is slow to start again on a virtual machine, next
+    to the fraction of a millisecond a small group's envs take per step (measured in
+    benchmarks/bench_workers.py). A message that comes later than the spin means other
+    processes want the core (more processes than cores, or other work), so the next
+    waits sleep at once, and it tries spinning again later."""
+
+    BACK_OFF = 64  # waits that sleep at once after a spin in vain
+
+    def __init__(self, spin: float) -> None:
+        self.spin = spin
+        self.skip = 0
+
+    def wait(self, conn: Any) -> None:
+        if self.spin <= 0 or conn.poll(0):
             return
-    conn.poll(None)
+        if self.skip:
+            self.skip -= 1
+            return
+        deadline = time.perf_counter() + self.spin
+        while time.perf_counter() < deadline:
+            if conn.poll(0):
+                return
+        self.skip = self.BACK_OFF
 
 
-def _serve(conn: Any, build: Callable[[], SlotGroup]) -> None:
+def _serve(conn: Any, build: Callable[[], SlotGroup], spin: float) -> None:
     group = None
+    waiter = _Waiter(spin)
     try:
         group = build()
         while True:
-            _spin(conn)
+            waiter.wait(conn)
             message = conn.recv()
             if message is None:
                 break
@@ -129,8 +144,9 @@ def _serve(conn: Any, build: Callable[[], SlotGroup]) -> None:
 class ProcessGroup:
     """A :class:`SlotGroup` built and stepped in a forked worker process."""
 
-    def __init__(self, build: Callable[[], SlotGroup], slots: int) -> None:
+    def __init__(self, build: Callable[[], SlotGroup], slots: int, spin: float = 0.0) -> None:
         self.slots = slots
+        self.waiter = _Waiter(spin)
         if "fork" not in multiprocessing.get_all_start_methods():
             raise RolloutError(
                 "workers= needs the 'fork' start method, which this platform lacks; audit "
@@ -138,7 +154,7 @@ class ProcessGroup:
             )
         context = multiprocessing.get_context("fork")
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, build), daemon=True,
+        self.process = context.Process(target=_serve, args=(child, build, spin), daemon=True,
                                        name="rlaudit-envs")
         self.process.start()
         child.close()
@@ -148,7 +164,7 @@ class ProcessGroup:
 
     def receive(self) -> Reply:
         try:
-            _spin(self.conn)
+            self.waiter.wait(self.conn)
             message = self.conn.recv()
         except EOFError:
             self.process.join(timeout=5)  # reap it, for its exit code
