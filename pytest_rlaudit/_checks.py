@@ -61,7 +61,11 @@ def _subject(name: str) -> str:
 
 def workers(value: Any, *, error: type[Exception] = ValueError) -> int | str | None:
     """A worker count as given: ``None``, ``"auto"`` or an integer >= 0 (text is parsed,
-    for options and ini keys), else ``error``."""
+    for options and ini keys), else ``error``.
+
+    >>> workers("auto"), workers("2"), workers(None)
+    ('auto', 2, None)
+    """
     if value is None or value == "auto":
         return value
     if isinstance(value, str):

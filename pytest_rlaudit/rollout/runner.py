@@ -127,12 +127,20 @@ def _pool(workers: int | str | None, backend: str) -> Any:
 
 def _on_ray(run: Any, actors: int | None, policy: Policy, env: AuditEnv,
             scenarios: Sequence[Scenario], episodes: int | Sequence[int], **kwargs: Any) -> Any:
-    indices = list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
-    return run(policy, env, scenarios, indices, workers=actors, **kwargs)
+    return run(policy, env, scenarios, _indices(episodes), workers=actors, **kwargs)
+
+
+def _indices(episodes: int | Sequence[int]) -> list[int]:
+    """Episode indices: ``0 .. n-1`` for a count, else those given."""
+    return list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
 
 
 def check_backend(backend: Any) -> str:
-    """``backend`` if it is one of :data:`BACKENDS`, else a ValueError naming them."""
+    """``backend`` if it is one of :data:`BACKENDS`, else a ValueError naming them.
+
+    >>> check_backend("ray")
+    'ray'
+    """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
     return backend
@@ -152,7 +160,7 @@ def _run_pool(
 ) -> dict[str, EpisodeBatch]:
     """:func:`run_episodes` of scenarios that need no calibration: one pool of slots,
     stepped by ``workers`` processes, this one included (:mod:`.workers`)."""
-    indices = list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
+    indices = _indices(episodes)
     if not indices or min(indices) < 0:
         raise ValueError(f"episodes must be a count >= 1 or non-negative indices, got {episodes!r}")
     if not scenarios:

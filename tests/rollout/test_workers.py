@@ -156,6 +156,13 @@ def test_bad_worker_counts_are_refused_with_what_to_pass(bad):
         audit("random", "CartPole-v1", scenarios="delay", episodes=2, workers=bad)
 
 
+def test_the_options_know_the_runners_backends():
+    from pytest_rlaudit.plugin.options import BACKENDS as OPTION_BACKENDS
+    from pytest_rlaudit.rollout.runner import BACKENDS
+
+    assert OPTION_BACKENDS == BACKENDS == ("local", "ray")
+
+
 def test_an_unknown_backend_is_refused_naming_the_backends():
     with pytest.raises(ValueError, match=r"backend must be one of 'local', 'ray', got 'dask'"):
         audit("random", "CartPole-v1", scenarios="delay", episodes=2, backend="dask")
