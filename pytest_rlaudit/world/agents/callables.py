@@ -36,7 +36,9 @@ class RandomPolicy(BasePolicy):
     """Uniform random actions, drawn from each episode's own seeded stream.
 
     Stateful so that an episode's actions depend only on its seed, never on which
-    other episodes share the batch.
+    other episodes share the batch. Every audit runs it (the random reference), so a
+    bounded float Box is sampled without ``Box.sample``'s per-call masks: the same draws
+    from the same generator (tested against ``Box.sample``), at a tenth of the cost.
 
     >>> import numpy as np
     >>> from gymnasium import spaces
@@ -48,6 +50,11 @@ class RandomPolicy(BasePolicy):
 
     stateful = True
     name = "random"
+    _uniform: tuple[np.ndarray, np.ndarray] | None = None
+
+    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        super().bind(observation_space, action_space)
+        self._uniform = _uniform_bounds(action_space)
 
     def initial_state(self, seed: np.random.SeedSequence) -> spaces.Space:
         if self.action_space is None:
@@ -58,4 +65,21 @@ class RandomPolicy(BasePolicy):
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any]]:
         assert states is not None
-        return np.stack([np.asarray(s.sample()) for s in states]), states
+        if self._uniform is None:
+            return np.stack([np.asarray(s.sample()) for s in states]), states
+        low, span = self._uniform
+        # numpy's uniform(low, high) is low + (high - low) * random(): the same doubles
+        # from the same generator, drawn per row, with the arithmetic done once per batch
+        draws = np.stack([s.np_random.random(len(low)) for s in states])
+        rows = low + span * draws
+        return rows.reshape((len(states), *self.action_space.shape)).astype(
+            self.action_space.dtype, copy=False), states
+
+
+def _uniform_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(low, high - low)``, flat, of a float Box bounded on every side, whose
+    ``sample()`` is one ``uniform(low, high)`` draw in C order; None for other spaces."""
+    if not (type(space) is spaces.Box and space.dtype.kind == "f" and space.is_bounded("both")):
+        return None
+    low = space.low.astype(np.float64).ravel()
+    return low, space.high.astype(np.float64).ravel() - low
