@@ -355,6 +355,25 @@ def test_vec_normalize_is_applied_before_the_policy(zoo, vec_normalize, source):
         assert policy.act(obs[i : i + 1], None)[0][0] == expected[i]
 
 
+def test_a_given_vec_normalize_is_copied_not_switched_off(zoo, vec_normalize):
+    # Usually the training env: after an audit it must go on updating its statistics and
+    # normalising rewards, and the audit must keep the statistics it started with.
+    venv, _ = vec_normalize
+    flags = (venv.training, venv.norm_reward)
+    policy = _bound(as_policy(zoo["PPO"], vec_normalize=venv), CARTPOLE)
+    assert (venv.training, venv.norm_reward) == flags == (True, True)
+    obs = _obs(CARTPOLE, MIN_TORCH_ROWS, seed=5)
+    before = policy.act(obs, None)[0]
+    mean = venv.obs_rms.mean.copy()
+    saved = (venv.obs_rms.mean.copy(), venv.obs_rms.var.copy(), venv.obs_rms.count)
+    try:
+        venv.obs_rms.update(obs * 50.0)  # training goes on: the statistics move
+        assert not np.allclose(venv.obs_rms.mean, mean)
+        np.testing.assert_array_equal(policy.act(obs, None)[0], before)
+    finally:
+        venv.obs_rms.mean, venv.obs_rms.var, venv.obs_rms.count = saved
+
+
 def test_vec_normalize_runs_in_an_audit_and_stays_batch_invariant(zoo, vec_normalize):
     _, path = vec_normalize
     policy = as_policy(zoo["PPO"], vec_normalize=path)

@@ -18,6 +18,7 @@ array([0])
 
 from __future__ import annotations
 
+import copy
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,10 +82,20 @@ def _stats_file(path: Path) -> Path:
 
 
 def load_vec_normalize(vec_normalize: Any) -> Any:
-    """A ``VecNormalize`` as given, or read from the path of one saved with ``.save()``
-    (under old ``gym`` too), with training and reward normalisation off."""
+    """A copy of a ``VecNormalize`` as given, or one read from the path of one saved with
+    ``.save()`` (under old ``gym`` too), with training and reward normalisation off.
+
+    A given object is copied, statistics included: it is usually the training env, which
+    must keep updating its statistics and normalising rewards after an audit, and the
+    audit must see the statistics of one moment."""
     loaded = vec_normalize
-    if not hasattr(loaded, "normalize_obs"):
+    if hasattr(loaded, "normalize_obs"):
+        # copy.copy goes through VecNormalize's __getstate__, which leaves the envs behind
+        loaded = copy.copy(loaded)
+        for name in ("obs_rms", "ret_rms"):
+            if hasattr(loaded, name):
+                setattr(loaded, name, copy.deepcopy(getattr(loaded, name)))
+    else:
         loaded = unpickle(_stats_file(Path(vec_normalize)), "VecNormalize")
         if not hasattr(loaded, "normalize_obs"):
             raise PolicyError(f"{str(vec_normalize)!r} does not hold a VecNormalize "
