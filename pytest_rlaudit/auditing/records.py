@@ -27,7 +27,8 @@ from typing import Any
 
 from ..errors import RLAuditError
 
-__all__ = ["FIELDS", "REQUIRED", "RecordError", "validate", "record_of", "curve_record", "plain"]
+__all__ = ["FIELDS", "VIDEO_KEYS", "REQUIRED", "RecordError", "validate", "record_of",
+           "curve_record", "plain"]
 
 _NUMBER = (int, float)
 _NONE = (type(None),)
@@ -68,7 +69,16 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "tolerance": ((dict, *_NONE), "null, or a tolerance curve's {param, default, min_ratio, "
                   "tolerated, breaks_at, curve: [[value, ratio, ci_low, ci_high], ...]}; its "
                   "record's numbers are the point at the scenario's own value"),
+    "video": ((dict, *_NONE), "null (not filmed: no --rl-videos, or the test passed), "
+              "{skipped: why}, or the worst episode's GIF beside its nominal twin: {file "
+              "(relative to the report folder), episode (its index), seed (its env seed), "
+              "parting_step (null if they never part), start, stop (it shows env steps start "
+              "to stop - 1; 0 is the reset)}"),
 }
+#: The keys of a filmed record's ``video`` and their JSON types (see :data:`FIELDS`).
+VIDEO_KEYS: dict[str, tuple[type, ...]] = {
+    "file": (str,), "episode": (int,), "seed": (int,), "parting_step": (int, *_NONE),
+    "start": (int,), "stop": (int,)}
 REQUIRED = ("nodeid", "agent", "env", "scenario", "seeds", "returns", "nominal_returns", "ratio")
 
 
@@ -95,7 +105,26 @@ def validate(rec: Any) -> dict[str, Any]:
     if not all(isinstance(x, _NUMBER) and not isinstance(x, bool) and math.isfinite(x)
                for x in numbers):
         raise RecordError(f"({nodeid}) has a non-finite or non-numeric return")
+    if rec.get("video") is not None and not _valid_video(rec["video"]):
+        raise RecordError(f"({nodeid}) has a 'video' that is neither {{skipped: why}} nor "
+                          f"{{{', '.join(VIDEO_KEYS)}}}")
     return rec
+
+
+def _valid_video(video: dict[str, Any]) -> bool:
+    """Whether ``video`` has exactly one of the two shapes :data:`FIELDS` describes.
+
+    >>> _valid_video({"skipped": "no rgb_array"}), _valid_video({"skipped": 1})
+    (True, False)
+    >>> _valid_video({"file": "videos/a.gif", "episode": 2, "seed": 2, "parting_step": None,
+    ...               "start": 0, "stop": 81})
+    True
+    """
+    if set(video) == {"skipped"}:
+        return isinstance(video["skipped"], str)
+    return set(video) == set(VIDEO_KEYS) and all(
+        isinstance(video[k], kinds) and not isinstance(video[k], bool)
+        for k, kinds in VIDEO_KEYS.items())
 
 
 def record_of(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, Any]:
@@ -157,6 +186,7 @@ def _record(nodeid: str, r: Any, nominal: Any, *, agent: str, env: str, seed: in
         "passed": bool(passed),
         "thresholds": {"pass": t.pass_, "mild": t.mild, "degraded": t.degraded},
         "tolerance": None,
+        "video": None,
     }
 
 

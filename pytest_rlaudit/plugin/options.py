@@ -190,6 +190,9 @@ OPTIONS: tuple[Option, ...] = (
            "scenarios too (by default they are reported, never failed)."),
     Option("--rl-report", _text, None, "write summary.json, summary.md and, with matplotlib, "
            "a chart (PNG and SVG) to DIR.", "DIR"),
+    Option("--rl-videos", _flag, False, "film each failing scenario for --rl-report: an "
+           "animated GIF (DIR/videos/) of its worst episode beside its nominal twin, around "
+           "the step where they part; for envs that render rgb_array (needs Pillow)."),
     Option("--rl-batch-size", _batch_size, None, "env slots stepped together per policy call "
            "(default 128).", "N"),
     Option("--rl-workers", _workers, None, "step the envs in N worker processes (or auto: one "
@@ -271,6 +274,7 @@ class Settings:
     mode: str
     fail_stress: bool
     report: str | None
+    videos: bool
     batch_size: int | None
     workers: int | str | None
     backend: str
@@ -280,7 +284,13 @@ class Settings:
 
     @classmethod
     def read(cls, config: pytest.Config) -> Settings:
-        return cls(**{f.name: option_value(config, f"rl_{f.name}") for f in fields(cls)})
+        settings = cls(**{f.name: option_value(config, f"rl_{f.name}") for f in fields(cls)})
+        if settings.videos and not settings.report:
+            raise pytest.UsageError(
+                "--rl-videos writes its GIFs into the report folder, and no --rl-report is "
+                "given: add --rl-report DIR (or rl_report = DIR in the ini file), or drop "
+                "--rl-videos (rl_videos)")
+        return settings
 
     def as_options(self) -> dict[str, Any]:
         """JSON-ready, keyed by option (``rl_seed``, ...): what a baseline records."""

@@ -216,6 +216,10 @@ class AuditSession:
                 f"{exc} From pytest: --rl-reference random (or rl_reference = random in the "
                 "ini file), or a --rl-reference below the nominal return.") from None
         record["order"] = self.order.get(item.nodeid, len(self.order))
+        if self.settings.videos and not record["passed"]:
+            from .videos import film
+
+            record["video"] = film(self.settings.report, record, policy, spec, scenario)
         item.stash[RECORD_KEY] = record
         if failure is not None:
             raise failure
@@ -253,6 +257,10 @@ class AuditSession:
         if record is None and checks:
             record = captured_record(item, checks, failed=call.excinfo is not None)
             record["order"] = self.order.get(item.nodeid, len(self.order))
+            if self.settings.videos and not record["passed"]:
+                from .videos import NOT_FILMED
+
+                record["video"] = {"skipped": NOT_FILMED}
         if record is not None:  # before the report exists: JUnit reads user_properties
             item.user_properties.extend(junit.properties(record))
         outcome = yield
