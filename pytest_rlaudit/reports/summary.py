@@ -1,5 +1,5 @@
 """``summary.json``: a run's records, in collection order, with per-agent aggregates; and the
-``--rl-report`` folder (``summary.json``, ``summary.md``, the chart).
+``--rl-report`` folder (``summary.json``, ``summary.md``, the chart, ``index.html``, badges).
 
 A *record* is one audited test as plain JSON types; its fields are listed once, in
 :data:`pytest_rlaudit.auditing.records.FIELDS`. The renderers know nothing of pytest.
@@ -20,7 +20,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .badges import badges
 from .chart import chart
+from .html import html
 from .markdown import markdown
 from .rows import order_key
 
@@ -73,10 +75,13 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def write_report(doc: dict[str, Any], directory: str | os.PathLike[str]) -> list[Path]:
-    """Write summary.json, summary.md and (with matplotlib) summary.png / summary.svg.
+    """Write the report folder ``directory`` (created if need be) and return the paths
+    written, in this order: summary.json, summary.md, with matplotlib summary.png and
+    summary.svg (and tolerance.png and tolerance.svg when a record has a curve), then
+    index.html (the self-contained page; without matplotlib, tables only) and the badges
+    badge-deployment.svg and badge-stress.svg.
 
     Also appends the Markdown to ``$GITHUB_STEP_SUMMARY`` when that variable is set.
-    Returns the paths written.
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -84,6 +89,10 @@ def write_report(doc: dict[str, Any], directory: str | os.PathLike[str]) -> list
     _atomic_write(out / "summary.json", json.dumps(doc, indent=2, sort_keys=False) + "\n")
     _atomic_write(out / "summary.md", text)
     written = [out / "summary.json", out / "summary.md", *chart(doc, out)]
+    pages = {"index.html": html(doc, out), **badges(doc)}
+    for name, page in pages.items():
+        _atomic_write(out / name, page)
+        written.append(out / name)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as f:

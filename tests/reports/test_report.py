@@ -285,10 +285,12 @@ def test_write_report_writes_json_and_markdown_into_a_new_directory(
         tmp_path: Path, doc: dict[str, Any], no_step_summary: None, no_matplotlib: None):
     out = tmp_path / "deep" / "er"
     paths = write_report(doc, str(out))
-    assert paths == [out / "summary.json", out / "summary.md"]
+    assert paths == [out / name for name in ("summary.json", "summary.md", "index.html",
+                                             "badge-deployment.svg", "badge-stress.svg")]
     assert json.loads((out / "summary.json").read_text(encoding="utf-8")) == doc
     assert (out / "summary.md").read_text(encoding="utf-8") == markdown(doc)
-    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "summary.md"]  # no temp files
+    assert sorted(p.name for p in out.iterdir()) == [  # no temp files
+        "badge-deployment.svg", "badge-stress.svg", "index.html", "summary.json", "summary.md"]
 
 
 def test_write_report_draws_the_chart_with_matplotlib(
@@ -296,12 +298,13 @@ def test_write_report_draws_the_chart_with_matplotlib(
     pytest.importorskip("matplotlib")
     paths = write_report(doc, tmp_path)
     assert [p.name for p in paths] == ["summary.json", "summary.md", "summary.png",
-                                       "summary.svg"]
+                                       "summary.svg", "index.html", "badge-deployment.svg", "badge-stress.svg"]
     assert (tmp_path / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = (tmp_path / "summary.svg").read_text(encoding="utf-8")
     assert "<svg" in svg and "<dc:date>" not in svg  # no timestamp in the SVG
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "summary.json", "summary.md", "summary.png", "summary.svg"]
+        "badge-deployment.svg", "badge-stress.svg", "index.html", "summary.json", "summary.md",
+        "summary.png", "summary.svg"]
 
 
 def test_the_chart_files_are_reproducible(tmp_path: Path, doc: dict[str, Any],
@@ -309,13 +312,13 @@ def test_the_chart_files_are_reproducible(tmp_path: Path, doc: dict[str, Any],
     pytest.importorskip("matplotlib")
     write_report(doc, tmp_path / "a")
     write_report(doc, tmp_path / "b")
-    for name in ("summary.json", "summary.md", "summary.png", "summary.svg"):
+    for name in ("summary.json", "summary.md", "summary.png", "summary.svg", "index.html", "badge-deployment.svg", "badge-stress.svg"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
 def test_write_report_without_results_writes_no_chart(tmp_path: Path, no_step_summary: None):
     paths = write_report(_doc([]), tmp_path)
-    assert [p.name for p in paths] == ["summary.json", "summary.md"]
+    assert [p.name for p in paths] == ["summary.json", "summary.md", "index.html", "badge-deployment.svg", "badge-stress.svg"]
     assert (tmp_path / "summary.md").read_text(encoding="utf-8").endswith("No audit results.\n")
 
 
@@ -336,7 +339,8 @@ def test_write_report_does_not_touch_the_step_summary_when_unset(
         no_matplotlib: None):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", "")
     write_report(doc, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json", "summary.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "badge-deployment.svg", "badge-stress.svg", "index.html", "summary.json", "summary.md"]
 
 
 def test_write_report_replaces_files_atomically(

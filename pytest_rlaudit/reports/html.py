@@ -1,0 +1,277 @@
+"""``index.html``: the ``--rl-report`` folder as one self-contained page.
+
+Per agent and env: its scores, a forest plot of every scenario's ratio and interval over
+the rating bands, a table, then per scenario the paired per-episode returns, the full
+diagnosis, its tolerance curve and its video. Works offline: figures are inline SVG,
+images ``data:`` URIs, no script, and a Content-Security-Policy forbids every fetch.
+Without matplotlib the page has the tables and says how to get the plots.
+
+>>> page = html({"schema": 1, "results": [], "aggregates": [], "note": "a <note>"}, ".")
+>>> "No audit results." in page and "a &lt;note&gt;" in page
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import re
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from .._format import fixed, interval, p_value
+from .badges import badge, badge_value
+from .chart import (
+    BANDS,
+    forest_figure,
+    pair_title,
+    paired_figure,
+    pairs,
+    pyplot,
+    ratio_range,
+    svg_text,
+    tolerance_figure,
+)
+from .rows import gated, rating_cell, short_diagnosis, tolerance_text
+
+__all__ = ["html", "PLOT_HINT"]
+
+#: What the page says when it has no plots.
+PLOT_HINT = "Plots need matplotlib: pip install 'pytest-rlaudit[plot]'"
+
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
+       max-width: 1100px; padding: 0 1em; color: #222; line-height: 1.4; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #ccc; margin-top: 2em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.92em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+figure { margin: 0.5em 1em 0.5em 0; display: inline-block; vertical-align: top; }
+figure svg, figure img { max-width: 100%; height: auto; }
+figure.forest { display: block; margin: 1em 0; }
+.body { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
+.body > div { flex: 1 1 24em; } .body > div.figures { flex: 2 1 30em; }
+h3 span { padding: 0 0.3em; border-radius: 3px; font-size: 0.85em; }
+figcaption { font-size: 0.85em; color: #555; max-width: 24em; }
+.forest figcaption { max-width: none; }
+.scenario { border-left: 4px solid #ddd; padding-left: 1em; margin: 1.5em 0; }
+.note { color: #555; font-style: italic; }
+.badges img { margin-right: 0.4em; vertical-align: middle; }
+dl.diagnosis dt { font-weight: bold; } dl.diagnosis dd { margin: 0 0 0.4em 1.5em; }
+.regressed { background: #f4b6b6; } .worse { background: #f8d5a8; }
+.improved { background: #c4e6c1; }
+"""
+
+
+def _e(value: Any) -> str:
+    return escape(str(value), quote=True)
+
+
+def html(doc: dict[str, Any], directory: str | Path) -> str:
+    """The report page of the summary.json document ``doc``, whose files (videos) are
+    read from ``directory``."""
+    results = doc["results"]
+    plt = pyplot() if results else None
+    groups = pairs(doc)
+    body = [f"<h1>RL robustness audit</h1><p>{_e(doc.get('tool', 'pytest-rlaudit'))} "
+            f"{_e(doc.get('version', ''))}, seed {_e(doc.get('seed', '-'))}: "
+            f"{len(results)} result(s), {len(groups)} agent/env pair(s).</p>",
+            _badges(doc["aggregates"])]
+    if groups:
+        body.append("<nav><ul>" + "".join(
+            f'<li><a href="#g{i}">{_e(pair_title(agg))}</a></li>'
+            for i, (agg, _) in enumerate(groups, 1)) + "</ul></nav>")
+    body += _problems(doc)
+    if doc.get("comparison"):
+        body.append(_comparison(doc["comparison"]))
+    if not results:
+        body.append("<p>No audit results.</p>")
+    elif plt is None:
+        body.append(f'<p class="note">{_e(PLOT_HINT)}</p>')
+    xlim = ratio_range(results)
+    body += [_pair(f"g{i}", agg, records, xlim, plt, Path(directory))
+             for i, (agg, records) in enumerate(groups, 1)]
+    bands = "".join(f".{name} {{ background: {colour}; }}\n" for name, colour in BANDS)
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>RL robustness audit</title><style>{_CSS}{bands}</style></head>\n"
+            "<body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def _badges(aggregates: list[dict[str, Any]]) -> str:
+    """The deployment and stress badges over ``aggregates`` (those it has), as images."""
+    items = []
+    for category in ("deployment", "stress"):
+        value, colour, title = badge_value(aggregates, category)
+        if value != "n/a":
+            svg = badge(category, value, colour, title).encode()
+            items.append(f'<img alt="{_e(title)}" title="{_e(title)}" '
+                         f'src="{_data("image/svg+xml", svg)}">')
+    return f'<p class="badges">{"".join(items)}</p>' if items else ""
+
+
+def _data(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _svg(fig: Any, salt: str) -> str:
+    """A figure as SVG inside the page: without the XML prolog and metadata, and without
+    namespace declarations (HTML puts <svg> in its namespace; none is a URL to fetch)."""
+    svg = svg_text(fig, f"pytest-rlaudit-{salt}")
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
+    return re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
+
+
+def _problems(doc: dict[str, Any]) -> list[str]:
+    items = [f"<li>lost with a crashed xdist worker: <code>{_e(x['nodeid'])}</code></li>"
+             for x in doc.get("lost", [])]
+    items += [f"<li>error: <code>{_e(x['nodeid'])}</code>: {_e(x['message'])}</li>"
+              for x in doc.get("errors", [])]
+    out = [f'<p class="note">{_e(doc["note"])}</p>'] if doc.get("note") else []
+    return out + ([f"<h2>Problems</h2><ul>{''.join(items)}</ul>"] if items else [])
+
+
+def _pair(anchor: str, agg: dict[str, Any], records: list[dict[str, Any]],
+          xlim: tuple[float, float], plt: Any, directory: Path) -> str:
+    """One agent on one env: scores, forest plot, table, then each scenario."""
+    scores = "; ".join(f"{cat}: worst {agg[cat]['rating']} {fixed(agg[cat]['score'])} "
+                       f"({_e(agg[cat]['scenario'])})" for cat in ("deployment", "stress")
+                       if agg.get(cat)) or "no deployment or stress scenario"
+    out = [f'<section class="pair" id="{anchor}"><h2>{_e(agg["agent"])} on {_e(agg["env"])}'
+           f"</h2>", _badges([agg]), f"<p>{scores}</p>"]
+    if plt is not None:
+        fig = forest_figure(plt, [("", records)], xlim)
+        out.append(f'<figure class="forest">{_svg(fig, anchor)}<figcaption>Each scenario\'s '
+                   "return ratio (perturbed / nominal) and its interval over the rating "
+                   "bands; a hollow dot gated nothing (reported only).</figcaption></figure>")
+    level = records[0].get("confidence", 0.95)
+    out.append(f"<table><tr><th>scenario</th><th>category</th><th>ratio</th>"
+               f"<th>{level:.0%} CI</th><th>rating</th><th>p</th><th>diagnosis</th></tr>")
+    for j, rec in enumerate(records, 1):
+        out.append(
+            f'<tr><td><a href="#{anchor}-s{j}">{_e(rec["scenario"])}</a></td>'
+            f'<td>{_e(rec.get("category", ""))}</td><td class="num">{fixed(rec["ratio"])}</td>'
+            f'<td class="num">{interval(rec["ci_low"], rec["ci_high"])}</td>'
+            f'<td class="{_e(rec["rating"])}">{_e(rating_cell(rec))}</td>'
+            f'<td class="num">{p_value(rec.get("p_value"))}</td>'
+            f"<td>{_e(short_diagnosis(rec) or '-')}</td></tr>")
+    out.append("</table>")
+    out += [_scenario(f"{anchor}-s{j}", rec, plt, directory)
+            for j, rec in enumerate(records, 1)]
+    return "\n".join([*out, "</section>"])
+
+
+def _scenario(anchor: str, rec: dict[str, Any], plt: Any, directory: Path) -> str:
+    """One record: its numbers, diagnosis, paired returns, tolerance curve and video."""
+    gate = rec.get("gate")
+    verdict = ("gated" + (f" ({'passed' if rec.get('passed') else 'failed'})"
+                          if "passed" in rec else "")) if gated(rec) else "reported only"
+    level = rec.get("confidence", 0.95)
+    episodes = len(rec.get("returns") or []) or rec.get("episodes", "?")
+    out = [f'<section class="scenario" id="{anchor}"><h3>{_e(rec["scenario"])} '
+           f'<span class="{_e(rec["rating"])}">{_e(rec["rating"])}</span></h3>',
+           f"<p>ratio {fixed(rec['ratio'])} ({level:.0%} CI "
+           f"{interval(rec['ci_low'], rec['ci_high'])}), p {p_value(rec.get('p_value'))}, "
+           f"{_e(episodes)} paired episodes, {_e(rec.get('category', '?'))}, {verdict}"
+           + (f" by {_e(_gate_text(gate))}" if gate else "")
+           + f"; test <code>{_e(rec['nodeid'])}</code></p>"]
+    if rec.get("schedule"):
+        out.append(f"<p>Schedule: {_e(rec['schedule'].get('description', ''))} "
+                   f"<code>{_e(rec['schedule'].get('repr', ''))}</code></p>")
+    d = rec.get("diagnosis")
+    diagnosis = "" if not d else (
+        f"<dl class=\"diagnosis\"><dt>Pattern</dt><dd>{_e(d['pattern'])}</dd>"
+        f"<dt>Likely cause</dt><dd>{_e(d['cause'])}</dd><dt>Fix</dt><dd>{_e(d['fix'])}</dd></dl>")
+    out.append(f'<div class="body"><div>{diagnosis}{_returns_table(rec)}</div>')
+    figures = []
+    if plt is not None and rec.get("returns") and rec.get("nominal_returns"):
+        figures.append(f"<figure>{_svg(paired_figure(plt, rec), anchor + '-paired')}"
+                       "<figcaption>Each episode's perturbed return against its nominal twin "
+                       "(same seed); on the diagonal, the perturbation changed nothing."
+                       "</figcaption></figure>")
+    if rec.get("tolerance"):
+        sentence, points = tolerance_text(rec)
+        svg = ("" if plt is None else
+               _svg(tolerance_figure(plt, [rec]), anchor + "-tolerance"))
+        figures.append(f"<figure>{svg}<figcaption>Tolerance curve: {_e(sentence)} "
+                       f"({_e(points)}).</figcaption></figure>")
+    if rec.get("video"):
+        figures.append(_video(rec["video"], directory))
+    out += ['<div class="figures">', *figures, "</div></div></section>"]
+    return "\n".join(out)
+
+
+def _gate_text(gate: dict[str, Any]) -> str:
+    parts = [f"min ratio {gate['min_ratio']}" if gate.get("min_ratio") is not None else "",
+             f"min rating {gate['min_rating']}" if gate.get("min_rating") else "",
+             f"mode {gate['mode']}" if gate.get("mode") else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def _returns_table(rec: dict[str, Any]) -> str:
+    """The paired returns as numbers, folded away."""
+    returns, nominal = rec.get("returns") or [], rec.get("nominal_returns") or []
+    if not returns or len(nominal) != len(returns):
+        return ""
+    seeds = rec.get("seeds") or ["?"] * len(returns)
+    rows = "".join(f'<tr><td class="num">{_e(s)}</td><td class="num">{n:.1f}</td>'
+                   f'<td class="num">{r:.1f}</td></tr>'
+                   for s, n, r in zip(seeds, nominal, returns, strict=False))
+    return ("<details><summary>Per-episode returns</summary><table><tr><th>seed</th>"
+            f"<th>nominal</th><th>perturbed</th></tr>{rows}</table></details>")
+
+
+def _video(video: dict[str, Any], directory: Path) -> str:
+    """The scenario's video as a data: URI (the page stays one file), or why there is none."""
+    if video.get("skipped") or not video.get("file"):
+        return f'<p class="note">No video: {_e(video.get("skipped", "no file recorded"))}</p>'
+    name = str(video["file"])
+    mime = mimetypes.guess_type(name)[0] or ""
+    try:
+        data = (directory / name).read_bytes()
+    except OSError as exc:
+        return f'<p class="note">Video {_e(name)} cannot be read: {_e(exc.strerror or exc)}</p>'
+    if not mime.startswith("image/"):
+        return f'<p class="note">Video {_e(name)} is not an image file.</p>'
+    parts = [f"episode {video['episode']}" if "episode" in video else "",
+             f"seed {video['seed']}" if "seed" in video else "",
+             f"env steps {video['start']} to {video['stop'] - 1}" if "start" in video else ""]
+    caption = "Perturbed (left) and nominal (right), " + ", ".join(p for p in parts if p)
+    if video.get("parting_step") is not None:
+        caption += f"; the two runs part at step {video['parting_step']}"
+    return (f'<figure><img alt="{_e(caption)}" src="{_data(mime, data)}">'
+            f"<figcaption>{_e(caption)}.</figcaption></figure>")
+
+
+def _comparison(comparison: dict[str, Any]) -> str:
+    """The comparison with a baseline: the decision, then every compared row."""
+    decision = {"ship": "ship", "hold": "hold"}.get(comparison["decision"], "report only")
+    tolerances = ", ".join(comparison["tolerances"]) or "none (report only: nothing was gated)"
+    out = [f"<h2>Compared with the baseline: {_e(decision)}</h2>",
+           f"<p>Baseline <code>{_e(comparison.get('baseline', '?'))}</code>; fail tolerances: "
+           f"{_e(tolerances)}.</p>"]
+    if comparison.get("power_note"):
+        out.append(f'<p class="note">{_e(comparison["power_note"])}</p>')
+    if comparison["changes"]:
+        out.append("<table><tr><th>test</th><th>scenario</th><th>metric</th><th>baseline</th>"
+                   "<th>now</th><th>change</th><th>status</th></tr>")
+        for c in comparison["changes"]:
+            fmt = "{:.1f}" if c["metric"] == "return" else "{:.3f}"
+            status = c["status"] if c["status"] in ("regressed", "worse", "improved") else ""
+            out.append(f'<tr class="{status}"><td>{_e(c["key"])}</td><td>{_e(c["scenario"])}'
+                       f'</td><td>{_e(c["metric"])}</td>'
+                       f'<td class="num">{fmt.format(c["baseline"])}</td>'
+                       f'<td class="num">{fmt.format(c["current"])}</td>'
+                       f'<td class="num">{c["delta"]:+.3g}</td><td>{_e(c["status"])}</td></tr>')
+        out.append("</table>")
+    items = [f"<li>cannot compare: {_e(m)}</li>" for m in comparison["mismatches"]]
+    if comparison["new"]:
+        items.append(f"<li>new (not in the baseline): {_e(', '.join(comparison['new']))}</li>")
+    if comparison["missing"]:
+        items.append("<li>in the baseline, not in this run: "
+                     f"{_e(', '.join(comparison['missing']))}</li>")
+    return "\n".join(out + ([f"<ul>{''.join(items)}</ul>"] if items else []))

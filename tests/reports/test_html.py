@@ -1,0 +1,315 @@
+"""index.html (pytest_rlaudit.reports.html) on hand-made records: self-contained, escaped,
+complete; and rendered by headless Chromium without a console message."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rlaudit.auditing.comparison import compare_records, parse_tolerance
+from pytest_rlaudit.reports.html import PLOT_HINT, html
+from pytest_rlaudit.reports.summary import summary
+
+THRESHOLDS = {"pass": 0.95, "mild": 0.8, "degraded": 0.5}
+RATINGS = ((0.95, "PASS"), (0.8, "MILD"), (0.5, "DEGRADED"))
+EVIL = "<b>bold</b> & 'quoted'"
+
+
+def rec(scenario: str, ratio: float, *, agent: str = "PPO", env: str = "CartPole-v1",
+        order: int = 0, diagnosis: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    """A record as the plugin writes one, with 6 paired episodes."""
+    category = "stress" if scenario == "speed_5x" else "deployment"
+    nominal = [500.0, 480.0, 490.0, 470.0, 500.0, 460.0]
+    return {
+        "nodeid": f"test_x.py::test_x[{agent}-{scenario}]", "agent": agent, "env": env,
+        "scenario": scenario, "category": category, "params": {}, "schedule": None,
+        "episodes": 6, "seed": 0, "seeds": list(range(6)),
+        "returns": [x * ratio for x in nominal], "nominal_returns": nominal,
+        "reference": 0.0, "reference_score": 0.0, "mean_return": 483.3 * ratio,
+        "ratio": ratio, "ci_low": ratio - 0.1, "ci_high": min(1.0, ratio + 0.05),
+        "confidence": 0.95, "p_value": 0.01,
+        "rating": next((name for limit, name in RATINGS if ratio > limit), "FAIL"),
+        "diagnosis": diagnosis, "passed": True, "order": order, "thresholds": THRESHOLDS,
+        "gate": None if category == "stress" else {"min_ratio": None, "min_rating": "MILD",
+                                                   "mode": "point"},
+        "tolerance": None, **extra,
+    }
+
+
+def diag(scenario: str) -> dict[str, str]:
+    return {"pattern": f"{scenario} keeps 40% of the nominal return (FAIL)",
+            "cause": "the policy assumes a fixed control period",
+            "fix": "train with Jitter(env, base=2, jitter=1); add the elapsed time"}
+
+
+CURVE = {"param": "steps", "default": 1, "min_ratio": 0.8, "tolerated": 1, "breaks_at": 2,
+         "curve": [[1, 0.9, 0.85, 0.95], [2, 0.4, 0.3, 0.5], [3, 0.1, 0.0, 0.2]]}
+
+
+def gif(path: Path) -> bytes:
+    """A two-frame GIF written to ``path``; its bytes."""
+    from PIL import Image
+
+    frames = [Image.new("RGB", (16, 8), colour) for colour in ("red", "blue")]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=100, loop=0)
+    return path.read_bytes()
+
+
+def records() -> list[dict[str, Any]]:
+    """Three agents (one on a second env), diagnoses, a curve, a video, a skipped one."""
+    out = [
+        rec("jitter", 0.4, diagnosis=diag("jitter"),
+            video={"file": "videos/ppo-jitter.gif", "episode": 2, "seed": 2,
+                   "parting_step": 17, "start": 0, "stop": 40}),
+        rec("delay", 0.9, tolerance=CURVE),
+        rec("speed_5x", 0.3, video={"skipped": "the env does not render rgb_array"}),
+        rec("jitter", 0.97, agent="SAC"),
+        rec(EVIL, 0.6, agent="SAC", diagnosis={"pattern": EVIL, "cause": EVIL, "fix": EVIL}),
+        rec("spike", 0.85, agent="A2C", env="Acrobot-v1"),
+        rec("obs_noise", 1.02, agent="A2C", env="Acrobot-v1"),
+        rec("spike", 0.7, agent="A2C"),
+    ]
+    for order, r in enumerate(out):
+        r["order"] = order
+    return out
+
+
+def document(directory: Path) -> dict[str, Any]:
+    """A summary.json document with a comparison, and the video it names in ``directory``."""
+    current = records()
+    baseline = [{**r, "returns": r["nominal_returns"]} for r in current[:3]]
+    comparison = compare_records(baseline, current[:3], [parse_tolerance("return:5%"),
+                                                         parse_tolerance("ratio:0.05")])
+    gif(directory / "videos" / "ppo-jitter.gif")
+    return summary(current, version="9.9", extra={
+        "seed": 0, "lost": [{"nodeid": "rl-audit::push", "scenario": "push"}],
+        "errors": [{"nodeid": "rl-audit::zoo", "when": "call", "message": "cannot load <x>"}],
+        "comparison": {"baseline": "base.json", **comparison.to_dict()}})
+
+
+class Page(HTMLParser):
+    """What a page holds: h2 and h3 texts, img sources, tags seen, all text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.headings: list[tuple[str, str]] = []
+        self.images: list[str] = []
+        self.tags: set[str] = set()
+        self.text: list[str] = []
+        self._open: str | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag == "img":
+            self.images.append(dict(attrs).get("src") or "")
+        if tag in ("h2", "h3"):
+            self._open = tag
+            self.headings.append((tag, ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == self._open:
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._open:
+            tag, text = self.headings[-1]
+            self.headings[-1] = (tag, text + data)
+
+    def plain(self) -> str:
+        """The page's text as it reads, whitespace runs as one space."""
+        return " ".join("".join(self.text).split())
+
+    def sections(self) -> dict[str, list[str]]:
+        """{h2 text: the h3 texts under it} (h3 texts without their rating)."""
+        out: dict[str, list[str]] = {}
+        current = ""
+        for tag, text in self.headings:
+            if tag == "h2":
+                current = text.strip()
+                out[current] = []
+            else:
+                out[current].append(text.strip().rsplit(" ", 1)[0])
+        return out
+
+
+def expected_sections() -> dict[str, list[str]]:
+    """Every agent on every env (sorted, as the aggregates) with its scenarios in order."""
+    out: dict[str, list[str]] = {}
+    for r in sorted(records(), key=lambda r: (r["agent"], r["env"], r["order"])):
+        out.setdefault(f"{r['agent']} on {r['env']}", []).append(r["scenario"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A report folder with its page (drawn with matplotlib), made once for this module;
+    write_report's files are test_report's and test_badges' business."""
+    pytest.importorskip("matplotlib")  # a dev dependency: present wherever the suite runs
+    folder = tmp_path_factory.mktemp("report")
+    doc = document(folder)
+    (folder / "index.html").write_text(html(doc, folder), encoding="utf-8")
+    return folder, doc
+
+
+@pytest.fixture
+def no_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+
+
+# ============================================================================ the page
+
+
+def test_the_page_is_one_self_contained_file(report: tuple[Path, dict[str, Any]]):
+    page = (report[0] / "index.html").read_text(encoding="utf-8")
+    for needle in ("http://", "https://", 'src="http', "<script", "<link", "@import", "url(http"):
+        assert needle not in page, needle
+    parsed = Page(page)
+    assert parsed.images and all(src.startswith("data:") for src in parsed.images)
+    assert "script" not in parsed.tags and "iframe" not in parsed.tags
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert page.count("<svg") >= 3 + len(records())  # a forest per pair, a paired plot each
+
+
+def test_the_page_holds_every_pair_and_scenario_and_the_details(
+        report: tuple[Path, dict[str, Any]]):
+    folder, doc = report
+    assert doc["comparison"]["decision"] == "hold" and doc["comparison"]["power_note"]
+    parsed = Page((folder / "index.html").read_text(encoding="utf-8"))
+    sections = parsed.sections()
+    assert {k: v for k, v in sections.items() if " on " in k} == expected_sections()
+    text = parsed.plain()
+    # the aggregates, in the heading's words
+    assert "deployment: worst FAIL 0.400 (jitter); stress: worst FAIL 0.300 (speed_5x)" in text
+    # the diagnoses in full
+    d = diag("jitter")
+    for part in (d["pattern"], d["cause"], d["fix"]):
+        assert part in text
+    # the comparison, the problems, the tolerance curve, the video's caption and note
+    assert "Compared with the baseline: hold" in sections
+    assert "Baseline base.json; fail tolerances: return:5%, ratio:0.05." in text
+    assert doc["comparison"]["power_note"] in text
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    assert page.count("<td>regressed</td>") == 3  # the ratio row of each scenario
+    assert "lost with a crashed xdist worker: rl-audit::push" in text
+    assert "error: rl-audit::zoo: cannot load <x>" in text
+    assert "Tolerance curve: delay: tolerates 1 step, breaks at 2" in text
+    assert ("Perturbed (left) and nominal (right), episode 2, seed 2, env steps 0 to 39; "
+            "the two runs part at step 17.") in text
+    assert "No video: the env does not render rgb_array" in text
+    assert PLOT_HINT not in text
+
+
+def test_the_video_is_inlined_from_the_report_folder(report: tuple[Path, dict[str, Any]]):
+    folder, _ = report
+    data = (folder / "videos" / "ppo-jitter.gif").read_bytes()
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    assert f'src="data:image/gif;base64,{base64.b64encode(data).decode()}"' in page
+
+
+def test_a_missing_video_file_is_a_note_not_an_error(tmp_path: Path):
+    doc = summary([rec("jitter", 0.4, video={"file": "videos/gone.gif", "episode": 0,
+                                             "seed": 0, "parting_step": None, "start": 0,
+                                             "stop": 9})], version="1")
+    text = Page(html(doc, tmp_path)).plain()
+    assert "Video videos/gone.gif cannot be read" in text
+
+
+def test_text_is_escaped_everywhere(report: tuple[Path, dict[str, Any]]):
+    page = (report[0] / "index.html").read_text(encoding="utf-8")
+    assert "<b>" not in page  # not in the HTML, nor in an SVG figure's labels
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; &#x27;quoted&#x27;" in page
+    parsed = Page(page)
+    assert EVIL in parsed.sections()["SAC on CartPole-v1"]  # and it reads literally
+    assert "cannot load <x>" in parsed.plain()
+
+
+def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_plots(
+        tmp_path: Path, no_matplotlib: None):
+    doc = document(tmp_path)
+    page = html(doc, tmp_path)
+    parsed = Page(page)
+    assert PLOT_HINT in parsed.plain()
+    assert "<svg" not in page  # badges are <img> data URIs; no figure
+    assert {k: v for k, v in parsed.sections().items() if " on " in k} == expected_sections()
+    assert "Tolerance curve: delay: tolerates 1 step, breaks at 2" in parsed.plain()
+    # a table per pair, the comparison's, the returns of each scenario
+    assert page.count("<table>") == len(expected_sections()) + 1 + len(records())
+
+
+def test_the_page_is_reproducible(report: tuple[Path, dict[str, Any]]):
+    folder, doc = report
+    assert html(doc, folder) == (folder / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_run_without_results_says_so_and_why(tmp_path: Path):
+    doc = summary([], version="1", extra={"note": "audit tests were skipped: run with "
+                                                  "--rl-audit", "errors": [], "lost": []})
+    text = Page(html(doc, tmp_path)).plain()
+    assert "No audit results." in text and "run with --rl-audit" in text
+
+
+# ============================================================================ in a browser
+
+
+def chromium(page: Path, out: Path) -> tuple[str, list[str], Path]:
+    """Render ``page`` in headless Chromium: (the DOM, its console messages, a screenshot).
+    Chromium logs every console message (script errors, blocked loads) as ``:CONSOLE``."""
+    if os.environ.get("RLAUDIT_NO_BROWSER") == "1":
+        pytest.skip("RLAUDIT_NO_BROWSER=1: the browser test is off")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.fail("chromium is not installed: `apt-get install chromium` (or set "
+                    "RLAUDIT_NO_BROWSER=1 to skip the browser test)", pytrace=False)
+    shot = out / f"{page.stem}.png"
+    done = subprocess.run(
+        [binary, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+         "--v=0", f"--user-data-dir={out / 'profile'}", f"--screenshot={shot}", "--dump-dom",
+         "--window-size=1280,3000", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console, shot
+
+
+def test_chromium_renders_the_page_without_a_console_message(
+        report: tuple[Path, dict[str, Any]], tmp_path: Path):
+    from PIL import Image
+
+    dom, console, shot = chromium(report[0] / "index.html", tmp_path)
+    assert console == []
+    assert {k: v for k, v in Page(dom).sections().items() if " on " in k} == expected_sections()
+    with Image.open(shot) as image:
+        pixels = image.convert("RGB")
+        assert pixels.getextrema() != ((255, 255), (255, 255), (255, 255))  # not blank
+        assert len(pixels.getcolors(maxcolors=1 << 20) or range(1 << 20)) > 50
+        # the forest plots' FAIL band is drawn: inline SVG renders
+        fail = (0xF4, 0xB6, 0xB6)
+        near = sum(n for n, c in pixels.getcolors(maxcolors=1 << 20) or []
+                   if max(abs(a - b) for a, b in zip(c, fail, strict=True)) <= 3)
+        assert near > 1000
+
+
+def test_the_console_check_catches_a_script_error_and_a_network_load(
+        report: tuple[Path, dict[str, Any]], tmp_path: Path):
+    page = (report[0] / "index.html").read_text(encoding="utf-8")
+    broken = tmp_path / "broken.html"
+    broken.write_text(page.replace("</body>", "<script>no_such_function();</script>"
+                                              '<img src="https://example.invalid/x.png"></body>'),
+                      encoding="utf-8")
+    _, console, _ = chromium(broken, tmp_path)
+    assert any("script" in line.lower() for line in console), console
+    assert any("example.invalid" in line for line in console), console
+
