@@ -12,6 +12,7 @@ if you want to regenerate them::
     python examples/train_cartpole.py
     python examples/train_cartpole.py --seed 1 --out /tmp/other.zip
     python examples/train_cartpole.py --robust
+    python examples/train_cartpole.py --mix
 
 At the end the script evaluates the deterministic policy on 20 episodes
 (``reset(seed=i)`` for ``i`` in 0..19) and prints the returns.
@@ -42,6 +43,18 @@ audit of the saved model::
 
     from pytest_rlaudit import audit
     print(audit("examples/robust_ppo_cartpole.zip", "CartPole-v1", episodes=30, seed=0))
+
+``--mix`` applies the audit's own diagnosis instead of a hand-picked randomisation:
+the default agent FAILs ``spike`` and ``speed_5x``, so each of the 8 training envs
+is, outside its ``TimeLimit``::
+
+    pytest_rlaudit.perturbations.ScenarioMix(env, ["nominal", "spike", "speed_5x"], weights=[1, 2, 8])
+
+which draws one of the scenarios (the unperturbed env among them) at every
+reset and runs the episode under it, exactly as the audit perturbs it. Same PPO
+hyperparameters, budget ``MIX_TIMESTEPS``; saved to ``examples/mix_ppo_cartpole.zip``
+and audited like the robust run. Seeded through ``make_vec_env(seed=...)``: the
+first reset of each env seeds its draw and perturbations.
 """
 
 from __future__ import annotations
@@ -61,19 +74,29 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import LinearSchedule
 
 from pytest_rlaudit import audit
-from pytest_rlaudit.perturbations import Jitter
+from pytest_rlaudit.perturbations import Jitter, ScenarioMix
 
 ENV_ID = "CartPole-v1"
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "ppo_cartpole.zip"
 ROBUST_OUT = HERE / "robust_ppo_cartpole.zip"
+MIX_OUT = HERE / "mix_ppo_cartpole.zip"
 DEFAULT_TIMESTEPS = 100_000
 ROBUST_TIMESTEPS = 500_000
+MIX_TIMESTEPS = 500_000
 N_EVAL_EPISODES = 20
 N_AUDIT_EPISODES = 30
 
 # Control-period randomisation of the robust agent: k = max(1, 3 + u), u in -3..3.
 ROBUST_WRAPPER_KWARGS: dict[str, int] = {"base": 3, "jitter": 3}
+
+# What --mix trains under: the scenarios the default agent fails, and the nominal env.
+# Weights per episode, not per sample: a speed_5x episode lasts at most 100 agent steps
+# (500 env steps), a nominal one 500, so equal weights left speed_5x few samples. Trial
+# runs at 500000 steps (ratios spike / speed_5x): uniform 0.29 / 0.18 (both FAIL),
+# (1, 2, 4) 0.88 / 0.59, (1, 2, 8) 0.94 / 0.80 (both MILD).
+MIX_SCENARIOS: tuple[str, ...] = ("nominal", "spike", "speed_5x")
+MIX_WEIGHTS: tuple[float, ...] | None = (1, 2, 8)
 
 
 # Saved-run bookkeeping that holds wall-clock times, left out of the zip so
@@ -90,11 +113,12 @@ def linear(initial: float) -> LinearSchedule:
     return LinearSchedule(start=initial, end=0.0, end_fraction=1.0)
 
 
-def train(seed: int, timesteps: int, robust: bool = False) -> PPO:
+def train(seed: int, timesteps: int, robust: bool = False, mix: bool = False) -> PPO:
     """Train a PPO agent on CartPole-v1 with fixed seeds.
 
     With ``robust``, each training env is wrapped in ``Jitter`` with
-    ``ROBUST_WRAPPER_KWARGS`` (a random control period per agent step).
+    ``ROBUST_WRAPPER_KWARGS`` (a random control period per agent step); with
+    ``mix``, in ``ScenarioMix`` over ``MIX_SCENARIOS`` (one scenario per episode).
     """
     random.seed(seed)
     np.random.seed(seed)
@@ -107,6 +131,14 @@ def train(seed: int, timesteps: int, robust: bool = False) -> PPO:
             seed=seed,
             wrapper_class=Jitter,
             wrapper_kwargs=ROBUST_WRAPPER_KWARGS,
+        )
+    elif mix:
+        env = make_vec_env(
+            ENV_ID,
+            n_envs=8,
+            seed=seed,
+            wrapper_class=ScenarioMix,
+            wrapper_kwargs={"scenarios": list(MIX_SCENARIOS), "weights": MIX_WEIGHTS},
         )
     else:
         env = make_vec_env(ENV_ID, n_envs=8, seed=seed)
@@ -151,16 +183,25 @@ def evaluate(model: PPO, n_episodes: int = N_EVAL_EPISODES) -> list[float]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    parser.add_argument(
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
         "--robust",
         action="store_true",
         help="train with a randomised control period (Jitter, base 3, jitter 3) and audit it",
+    )
+    mode.add_argument(
+        "--mix",
+        action="store_true",
+        help=f"train under ScenarioMix({', '.join(MIX_SCENARIOS)}) and audit it",
     )
     parser.add_argument(
         "--timesteps",
         type=int,
         default=None,
-        help=f"total agent steps (default: {DEFAULT_TIMESTEPS}, or {ROBUST_TIMESTEPS} with --robust)",
+        help=(
+            f"total agent steps (default: {DEFAULT_TIMESTEPS}, {ROBUST_TIMESTEPS} with "
+            f"--robust, {MIX_TIMESTEPS} with --mix)"
+        ),
     )
     parser.add_argument(
         "--out",
@@ -168,7 +209,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help=(
             "output zip (default: ppo_cartpole.zip next to this script, "
-            "or robust_ppo_cartpole.zip with --robust)"
+            "robust_ppo_cartpole.zip with --robust, mix_ppo_cartpole.zip with --mix)"
         ),
     )
     return parser.parse_args(argv)
@@ -177,17 +218,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     robust: bool = args.robust
+    mix: bool = args.mix
     if args.out is not None:
         out: Path = args.out
     else:
-        out = ROBUST_OUT if robust else DEFAULT_OUT
+        out = ROBUST_OUT if robust else MIX_OUT if mix else DEFAULT_OUT
     if args.timesteps is not None:
         timesteps: int = args.timesteps
     else:
-        timesteps = ROBUST_TIMESTEPS if robust else DEFAULT_TIMESTEPS
+        timesteps = ROBUST_TIMESTEPS if robust else MIX_TIMESTEPS if mix else DEFAULT_TIMESTEPS
 
     start = time.perf_counter()
-    model = train(args.seed, timesteps, robust=robust)
+    model = train(args.seed, timesteps, robust=robust, mix=mix)
     elapsed = time.perf_counter() - start
     out.parent.mkdir(parents=True, exist_ok=True)
     model.save(out, exclude=EXCLUDE_FROM_SAVE)
@@ -197,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"returns: {returns}")
     print(f"mean return over {len(returns)} episodes: {np.mean(returns):.1f}")
 
-    if robust:
+    if robust or mix:
         print()
         print(audit(str(out), ENV_ID, episodes=N_AUDIT_EPISODES, seed=0))
     return 0

@@ -188,8 +188,9 @@ OPTIONS: tuple[Option, ...] = (
            "or not_worse (default point).", "MODE"),
     Option("--rl-fail-stress", _flag, False, "apply the default thresholds to stress "
            "scenarios too (by default they are reported, never failed)."),
-    Option("--rl-report", _text, None, "write summary.json, summary.md and, with matplotlib, "
-           "a chart (PNG and SVG) to DIR.", "DIR"),
+    Option("--rl-report", _text, None, "write the report to DIR: index.html (one offline "
+           "page), summary.json, summary.md, badges and, with matplotlib, charts (PNG, SVG).",
+           "DIR"),
     Option("--rl-videos", _flag, False, "film each failing scenario for --rl-report: an "
            "animated GIF (DIR/videos/) of its worst episode beside its nominal twin, around "
            "the step where they part; for envs that render rgb_array (needs Pillow)."),

@@ -89,6 +89,12 @@ class Scenario:
             raise TypeError(f"Scenario.from_schedule takes a Schedule, got {schedule!r}")
         return cls(name, category, P.Scheduled, {"schedule": schedule}, schedule.describe())
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # params is a read-only mappingproxy, which neither pickles nor deep-copies: rebuild
+        # from a plain dict (a ScenarioMix of Scenario objects goes to SubprocVecEnv)
+        return (type(self), (self.name, self.category, self.perturbation, dict(self.params),
+                             self.description, self.timeline))
+
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a scenario needs a non-empty string name, got {self.name!r}")

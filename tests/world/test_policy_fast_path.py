@@ -304,7 +304,7 @@ def test_vecnormalize_statistics_apply_as_normalize_obs_does_bit_for_bit():
     seen, _ = policy.act(obs, None)
     _same_bits(seen, stats.normalize_obs(obs))
     assert np.abs(seen).max() == stats.clip_obs
-    stats.norm_obs = False
+    policy.vec_normalize.norm_obs = False  # the policy's own copy of the statistics
     policy.bind(stats.observation_space, spaces.Box(-2, 2, (1,)))
     _same_bits(policy.act(obs, None)[0], obs)  # normalize_obs again, which leaves obs as they are
 

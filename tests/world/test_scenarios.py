@@ -162,3 +162,15 @@ def test_the_mild_preset_is_the_default_suite_and_harsher_levels_grow():
 def test_an_unknown_severity_names_the_levels():
     with pytest.raises(UnknownScenarioError, match="severities: mild, moderate, severe"):
         scenarios.preset("hard")
+
+
+def test_a_scenario_pickles_and_copies_with_its_parameters():
+    import copy
+    import pickle
+
+    for scenario in [scenarios.get("jitter"), Scenario.from_schedule(Schedule(speed=3), "slow")]:
+        for twin in (pickle.loads(pickle.dumps(scenario)), copy.deepcopy(scenario)):
+            assert twin == scenario
+            assert dict(twin.params) == dict(scenario.params)
+            with pytest.raises(TypeError):  # still read-only
+                twin.params["k"] = 1

@@ -90,10 +90,12 @@ def load_vec_normalize(vec_normalize: Any) -> Any:
     audit must see the statistics of one moment."""
     loaded = vec_normalize
     if hasattr(loaded, "normalize_obs"):
-        # copy.copy goes through VecNormalize's __getstate__, which leaves the envs behind
-        loaded = copy.copy(loaded)
+        # A shallow copy (its envs are shared, never stepped here) with statistics of its
+        # own; not copy.copy, whose VecNormalize.__getstate__ fails on an unpickled one.
+        loaded = object.__new__(type(vec_normalize))
+        loaded.__dict__.update(vars(vec_normalize))
         for name in ("obs_rms", "ret_rms"):
-            if hasattr(loaded, name):
+            if name in vars(loaded):
                 setattr(loaded, name, copy.deepcopy(getattr(loaded, name)))
     else:
         loaded = unpickle(_stats_file(Path(vec_normalize)), "VecNormalize")
