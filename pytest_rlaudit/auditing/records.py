@@ -44,6 +44,8 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "category": ((str,), "deployment, stress or custom"),
     "params": ((dict,), "the scenario's parameters"),
     "schedule": ((dict, *_NONE), "null, or {description, repr, timeline} for a Schedule"),
+    "mixable": ((bool,), "whether ScenarioMix(env, [scenario]) trains under this very scenario "
+                "(a registered one with these parameters that can be mixed)"),
     "episodes": ((int,), "paired episodes"),
     "seed": ((int,), "the audit seed: episode i resets with seed + i"),
     "seeds": ((list,), "the env seed of each episode"),
@@ -151,6 +153,12 @@ def curve_record(nodeid: str, curve: Any, gate: dict[str, Any] | None,
     return rec
 
 
+def _mixable(name: str, params: Any) -> bool:
+    from ..world.mix import mixable_by_name  # here, not at import: records stay light
+
+    return mixable_by_name(name, params)
+
+
 def _record(nodeid: str, r: Any, nominal: Any, *, agent: str, env: str, seed: int,
             reference: float | str, reference_score: float, confidence: float,
             thresholds: Any, gate: dict[str, Any] | None, passed: bool) -> dict[str, Any]:
@@ -164,6 +172,7 @@ def _record(nodeid: str, r: Any, nominal: Any, *, agent: str, env: str, seed: in
         "scenario": r.name,
         "category": r.category,
         "params": plain(dict(r.params)),
+        "mixable": _mixable(r.name, r.params),
         "schedule": None if not hasattr(schedule, "describe") else {
             "description": schedule.describe(), "repr": repr(schedule),
             "timeline": schedule.to_dict()},

@@ -143,6 +143,9 @@ def _pair(anchor: str, agg: dict[str, Any], records: list[dict[str, Any]],
                        if agg.get(cat)) or "no deployment or stress scenario"
     out = [f'<section class="pair" id="{anchor}"><h2>{_e(agg["agent"])} on {_e(agg["env"])}'
            f"</h2>", _badges([agg]), f"<p>{scores}</p>"]
+    if agg.get("mix"):
+        out.append(f"<p>Train under what broke it (<code>pytest_rlaudit.perturbations"
+                   f".ScenarioMix</code>): <code>{_e(agg['mix'])}</code></p>")
     if plt is not None:
         fig = forest_figure(plt, [("", records)], xlim)
         out.append(f'<figure class="forest">{_svg(fig, anchor)}<figcaption>Each scenario\'s '

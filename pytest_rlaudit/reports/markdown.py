@@ -38,6 +38,8 @@ def markdown(doc: dict[str, Any]) -> str:
         parts = [f"{cat} {_BADGE[agg[cat]['rating']]} (min ratio {fixed(agg[cat]['score'])}, "
                  f"{agg[cat]['scenario']})" for cat in ("deployment", "stress") if agg[cat]]
         lines.append(f"- **{agg['agent']}** on {agg['env']}: {'; '.join(parts) or 'no suites'}")
+        if agg.get("mix"):
+            lines.append(f"  - train under what broke it: `{agg['mix']}`")
     curves = [r for r in results if r.get("tolerance")]
     if curves:
         lines += ["", "### Tolerance curves", ""]

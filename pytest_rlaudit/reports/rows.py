@@ -8,12 +8,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from .._format import fixed, interval, p_value, short_fix
 
-__all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows", "tolerance_text"]
+__all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows", "tolerance_text",
+           "mix_fix"]
 
 
 def order_key(rec: dict[str, Any]) -> tuple[int, str]:
@@ -68,3 +71,23 @@ def tolerance_text(rec: dict[str, Any]) -> tuple[str, str]:
     points = ", ".join(f"{value_text(v)} {fixed(r)}" for v, r, _, _ in t["curve"])
     return (tolerance_sentence(rec["scenario"], t["param"], t["tolerated"], t["breaks_at"]),
             f"ratio by {t['param']}: {points}")
+
+
+def mix_fix(records: Sequence[dict[str, Any]]) -> str | None:
+    """The one line that trains an agent under every scenario that broke it (rated FAIL or
+    DEGRADED), gated or not, as its records ran them, with the nominal env kept in the
+    mix; None when none broke it or none can be mixed by name (``mixable``).
+
+    >>> broke = {"scenario": "spike", "rating": "FAIL", "mixable": True, "env": "CartPole-v1"}
+    >>> mix_fix([broke, {**broke, "scenario": "delay", "rating": "PASS"}])
+    'ScenarioMix(gym.make("CartPole-v1"), ["nominal", "spike"])'
+    """
+    names = list(dict.fromkeys(
+        r["scenario"] for r in sorted(records, key=lambda r: r.get("order", 0))
+        if r.get("mixable") and r["rating"] in ("FAIL", "DEGRADED")))
+    if not names:
+        return None
+    env = records[0]["env"]
+    # an id gymnasium can make (CartPole-v1, ALE/Pong-v5); else the user's own env
+    made = f'gym.make("{env}")' if re.fullmatch(r"[\w.:/-]+-v\d+", env) else "env"
+    return f"ScenarioMix({made}, {json.dumps(['nominal', *names])})"

@@ -24,7 +24,7 @@ from .badges import badges
 from .chart import chart
 from .html import html
 from .markdown import markdown
-from .rows import order_key
+from .rows import mix_fix, order_key
 
 __all__ = ["SUMMARY_SCHEMA", "aggregates", "summary", "write_report"]
 
@@ -40,7 +40,8 @@ def _rate(value: float, thresholds: dict[str, float]) -> str:
 
 
 def aggregates(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (agent, env): the deployment and stress scores (min ratio) and their ratings."""
+    """Per (agent, env): the deployment and stress scores (min ratio) and their ratings,
+    and ``mix``: the ScenarioMix line that trains under what broke it (or None)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for rec in records:
         groups.setdefault((rec["agent"], rec["env"]), []).append(rec)
@@ -56,6 +57,7 @@ def aggregates(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                                    "scenario": worst["scenario"]}
             else:
                 entry[category] = None
+        entry["mix"] = mix_fix(members)
         out.append(entry)
     return out
 

@@ -36,7 +36,7 @@ def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str,
                   errors: Sequence[dict[str, Any]] = ()) -> list[Line]:
     """The "rl audit" section: lost and errored audits, the table, the schedules that
     broke an agent, a line per tolerance curve, and each agent's deployment and stress
-    ratings."""
+    ratings, with the ScenarioMix line that trains under what broke it."""
     lines: list[Line] = [[(f"lost: scenario {x['scenario']} ({x['nodeid']}): its xdist worker "
                            "crashed, so it has no result", "error")] for x in lost]
     lines += [[(f"error: {x['nodeid']}: {x['message']}", "error")] for x in errors]
@@ -71,6 +71,8 @@ def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str,
                 line += [(f"  {category} ", "bold"), (a["rating"], a["rating"]),
                          (f" (min ratio {fixed(a['score'])}, {a['scenario']})", "")]
         lines.append(line)
+        if agg["mix"]:
+            lines.append([(f"  train under what broke it: {agg['mix']}", "")])
     return lines
 
 

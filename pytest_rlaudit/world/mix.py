@@ -9,7 +9,7 @@ the wrappers know nothing of scenarios (see DESIGN, "break the circle").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -17,12 +17,12 @@ import numpy as np
 
 from .._checks import number
 from .._seeding import stable_hash
-from ..errors import PerturbationError
+from ..errors import PerturbationError, UnknownScenarioError
 from .perturbations import AdversarialObservation, Dynamics, Perturbation
-from .scenarios import Scenario, ScenarioLike, resolve
+from .scenarios import Scenario, ScenarioLike, get, resolve
 from .schedules import Schedule
 
-__all__ = ["ScenarioMix"]
+__all__ = ["ScenarioMix", "mixable_by_name"]
 
 _OWNER = "ScenarioMix"
 
@@ -53,8 +53,9 @@ def _unmixable(scenario: Scenario, layer: object) -> str | None:
     return None
 
 
-def _build(scenario: Scenario, inner: gym.Env) -> gym.Env:
-    """``scenario``'s wrapper chain around ``inner``, checked mixable."""
+def _unmixed(scenario: Scenario) -> str | None:
+    """Why ``scenario`` cannot be mixed, as far as its definition tells (the wrappers it
+    makes are checked again when it wraps an env), or None."""
     reason = _unmixable(scenario, None)
     if reason is None and scenario.needs_spread:
         reason = (
@@ -63,6 +64,29 @@ def _build(scenario: Scenario, inner: gym.Env) -> gym.Env:
             f"scenarios.get({scenario.name!r}).with_params(scale='absolute') (raw units) or "
             f"scenarios.get({scenario.name!r}).calibrated(spread) (spread: one std per "
             "element, e.g. from pytest_rlaudit.world.calibration.observation_spread)")
+    return reason
+
+
+def mixable_by_name(name: str, params: Mapping[str, Any]) -> bool:
+    """Whether ``ScenarioMix(env, [name])`` trains under the scenario ``name`` audited with
+    ``params``: a registered scenario with those very parameters, that can be mixed.
+
+    >>> from pytest_rlaudit import scenarios
+    >>> mixable_by_name("spike", scenarios.get("spike").params)
+    True
+    >>> mixable_by_name("spike", {**scenarios.get("spike").params, "k": 9})
+    False
+    """
+    try:
+        registered = get(name)
+    except UnknownScenarioError:
+        return False
+    return dict(registered.params) == dict(params) and _unmixed(registered) is None
+
+
+def _build(scenario: Scenario, inner: gym.Env) -> gym.Env:
+    """``scenario``'s wrapper chain around ``inner``, checked mixable."""
+    reason = _unmixed(scenario)
     if reason is None:
         try:
             chain = scenario.wrap(inner)

@@ -992,7 +992,12 @@ def test_rl_report_writes_json_markdown_chart_and_the_step_summary(
         "deployment": {"score": deployment["ratio"], "rating": deployment["rating"],
                        "scenario": deployment["scenario"]},
         "stress": {"score": doc["results"][-1]["ratio"], "rating": doc["results"][-1]["rating"],
-                   "scenario": "speed_5x"}}]
+                   "scenario": "speed_5x"},
+        "mix": None}]  # nothing broke the robust agent
+    # the default suite's scenarios as the registry has them, obs_noise (sized by the
+    # agent's own spread) aside
+    assert {r["scenario"]: r["mixable"] for r in doc["results"]} == {
+        name: name != "obs_noise" for name in DEFAULT}
 
     md = (out / "summary.md").read_text()
     assert "| agent | env | scenario | ratio | CI | rating | p | diagnosis |" in md

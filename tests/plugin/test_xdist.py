@@ -77,9 +77,11 @@ def test_marked_audits_report_the_same_everywhere(project, xdist_args, tmp_path)
                                f"--rl-report={report}")
     result.assert_outcomes(passed=5, failed=2)  # fragile fails jitter and spike
     rows = _section(result.stdout.str())
-    assert len([r for r in rows if "CartPole-v1" in r and not r.startswith(("fragile on",
-                                                                              "robust on"))]) == 6
+    assert len([r for r in rows if "CartPole-v1" in r and not r.startswith((
+        "fragile on", "robust on", "  train under"))]) == 6
     assert any(r.startswith("fragile on CartPole-v1:") and "deployment" in r for r in rows)
+    assert '  train under what broke it: ScenarioMix(gym.make("CartPole-v1"), ["nominal", ' \
+        '"jitter", "spike"])' in rows
     result.stdout.fnmatch_lines(["*rl audit diagnosis*", "*likely cause:*"])
     suite = ET.parse(xml).getroot().find("testsuite")
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
@@ -110,17 +112,17 @@ def test_audits_are_skipped_without_the_flag_everywhere(project, xdist_args):
     result.stdout.fnmatch_lines(["*--rl-audit*"])
 
 
-def test_summary_and_table_are_identical_for_n_0_2_and_4(project, tmp_path):
+def test_summary_and_table_are_identical_for_n_0_and_3(project, tmp_path):
     docs, tables = [], []
-    for n in ("0", "2", "4"):
+    for n in ("0", "3"):  # 3 workers for 7 tests: an uneven deal
         out = tmp_path / f"n{n}"
         result = project.runpytest("--rl-audit", "-p", "no:benchmark", "-n", n,
                                    f"--rl-report={out}")
         result.assert_outcomes(passed=5, failed=2)
         docs.append((out / "summary.json").read_text())
         tables.append(_section(result.stdout.str()))
-    assert docs[0] == docs[1] == docs[2]  # byte for byte: no timing field in the summary
-    assert tables[0] == tables[1] == tables[2]
+    assert docs[0] == docs[1]  # byte for byte: no timing field in the summary
+    assert tables[0] == tables[1]
 
 
 def test_the_plugin_works_with_xdist_disabled(project):

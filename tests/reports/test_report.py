@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from html import unescape as html_unescape
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from pytest_rlaudit.reports import summary as report
 from pytest_rlaudit.reports.markdown import markdown
 from pytest_rlaudit.reports.rows import short_diagnosis, table_rows
 from pytest_rlaudit.reports.summary import SUMMARY_SCHEMA, aggregates, summary, write_report
+from pytest_rlaudit.reports.terminal import audit_section
 
 DEFAULT_THRESHOLDS = {"pass": 0.95, "mild": 0.8, "degraded": 0.5}
 FIX = ("train with Jitter(env, base=2, jitter=1) (a randomised control period); add the "
@@ -74,11 +76,33 @@ def test_aggregates_take_the_worst_ratio_per_agent_env_and_category():
         ("A2C", "CartPole-v1"), ("A2C", "Pendulum-v1"), ("SAC", "CartPole-v1")]
     assert out[0] == {"agent": "A2C", "env": "CartPole-v1",
                       "deployment": {"score": 0.4, "rating": "FAIL", "scenario": "jitter"},
-                      "stress": None}
+                      "stress": None, "mix": None}  # records of old runs say nothing of mixing
     assert out[1]["deployment"] == {"score": 0.81, "rating": "MILD", "scenario": "spike"}
     assert out[1]["stress"] is None
     assert out[2]["deployment"] == {"score": 0.62, "rating": "DEGRADED", "scenario": "delay"}
     assert out[2]["stress"] == {"score": 0.3, "rating": "FAIL", "scenario": "speed_5x"}
+
+
+def test_every_report_gives_the_scenario_mix_of_what_broke_each_agent(tmp_path):
+    records = [
+        rec("jitter", 0.97, mixable=True, order=0),
+        rec("spike", 0.2, mixable=True, order=1),
+        rec("speed_5x", 0.6, mixable=True, order=2),  # stress, reported only: still broke it
+        rec("spike", 0.3, mixable=True, order=3, nodeid="test_y.py::test_y[spike]"),
+        rec("obs_noise", 0.3, mixable=False, order=4),  # raw units: not by its name
+        rec("delay", 0.85, mixable=True, order=5),  # MILD: bent, not broken
+        rec("jitter", 0.9, agent="SAC", env="my_factory", mixable=True),
+        rec("delay", 0.1, agent="SAC2", env="my_factory", mixable=True),
+    ]
+    line = 'ScenarioMix(gym.make("CartPole-v1"), ["nominal", "spike", "speed_5x"])'
+    by = {a["agent"]: a["mix"] for a in aggregates(records)}
+    assert by == {"PPO": line, "SAC": None, "SAC2": 'ScenarioMix(env, ["nominal", "delay"])'}
+    paths = write_report(summary(records, version="0"), tmp_path)
+    for name in ("summary.md", "index.html"):
+        assert line in html_unescape((tmp_path / name).read_text()), name
+    lines = ["".join(text for text, _ in line) for line in audit_section(records)]
+    assert f"  train under what broke it: {line}" in lines
+    assert tmp_path / "summary.json" in paths
 
 
 @pytest.mark.parametrize(("ratio", "rating"), [
@@ -105,7 +129,7 @@ def test_aggregates_break_ties_by_scenario_name_and_ignore_other_categories():
     # an agent audited only on custom scenarios has no suite scores
     only_custom = aggregates([rec("my_noise", 0.2, category="custom")])
     assert only_custom == [{"agent": "PPO", "env": "CartPole-v1", "deployment": None,
-                            "stress": None}]
+                            "stress": None, "mix": None}]
 
 
 def test_aggregates_of_no_records_is_empty():
