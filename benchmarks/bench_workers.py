@@ -12,6 +12,9 @@ default suite, ``--episodes`` paired episodes, ``reference="random"``):
 
 - ``local``: envs and policy in this process (``workers=None``);
 - ``workers=1`` / ``workers=2``: envs in worker processes, policy calls here;
+- ``2 halves``: not a configuration but the ceiling: two forked processes each run the
+  audit on half the episodes side by side, sharing nothing (this VM's parallel throughput
+  varies from hour to hour; this says what two processes get from it at the moment);
 - ``ray``: ``backend="ray"`` with ``workers=2`` actors on a local ``ray.init(num_cpus=2)``,
   run after the others (Ray's own processes would share the cores with them). Ray's
   start-up (``ray.init``, and the first audit, which starts the actors and ships the
@@ -43,6 +46,28 @@ def timed(fn: Any) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
+def halves(run: Any, episodes: int) -> float:
+    """Wall time of two forked processes each running the audit on half the episodes,
+    side by side, with no message between them: what two processes get out of this
+    machine at this moment, the ceiling ``workers=2`` is measured against."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    start = time.perf_counter()
+    procs = [context.Process(target=run_quietly, args=(run, episodes // 2)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    if any(p.exitcode for p in procs):
+        raise SystemExit("a half-audit process failed")
+    return time.perf_counter() - start
+
+
+def run_quietly(run: Any, episodes: int) -> None:
+    run(episodes=episodes)
+
+
 def returns_of(result: Any) -> dict[str, np.ndarray]:
     out = {"nominal": result.nominal.returns}
     out.update({r.name: r.returns for r in result})
@@ -62,19 +87,20 @@ def main() -> int:
 
     model = SAC("MlpPolicy", gym.make(args.env), seed=0, device="cpu")
 
-    def run(**where: Any) -> Any:
-        return audit(model, args.env, episodes=args.episodes, seed=0, reference="random",
-                     **where)
+    def run(episodes: int = args.episodes, **where: Any) -> Any:
+        return audit(model, args.env, episodes=episodes, seed=0, reference="random", **where)
 
     configs: dict[str, dict[str, Any]] = {
         "local": {}, "workers=1": {"workers": 1}, "workers=2": {"workers": 2}}
     run()  # warm: imports, first env compilation
     times: dict[str, list[float]] = {name: [] for name in configs}
+    times["2 halves"] = []
     results: dict[str, Any] = {}
     for _ in range(args.repeats):
         for name, where in configs.items():  # interleaved: load drifts hit all alike
             results[name], seconds = timed(lambda where=where: run(**where))
             times[name].append(seconds)
+        times["2 halves"].append(halves(run, args.episodes))
     if not args.no_ray:
         # After the local runs: Ray's own processes (its raylet, the kept actors) would
         # otherwise share the cores with them.
@@ -108,6 +134,9 @@ def main() -> int:
     if "ray" in times:
         ratio = statistics.median(times["ray"]) / statistics.median(times["workers=2"])
         print(f"ray / workers=2: {ratio:.2f}x the time (start-up apart, above)")
+    share = statistics.median(times["2 halves"]) / statistics.median(times["workers=2"])
+    print(f"workers=2 reaches {share:.0%} of the speed-up of 2 halves (two processes each "
+          "auditing half the episodes, no messages: this machine's two-process ceiling now)")
 
     expected = returns_of(results["local"])
     same = True

@@ -199,10 +199,11 @@ def _run_pool(
             group.close()
 
 
-#: This process's share of the env slots relative to a worker's. It also makes every
-#: policy call, but those are short next to the envs a worker steps meanwhile, so it steps
-#: almost as many (0.9 was the fastest of 0.5-1.1 in benchmarks/bench_workers.py).
-LOCAL_SHARE = 0.9
+#: This process's share of the env slots relative to a worker's. A worker waits while
+#: this process makes the policy call, so both spend it; what remains is this process's
+#: bookkeeping against a worker's messages, about even (1.0 and 0.9 measured within the
+#: noise of benchmarks/bench_workers.py).
+LOCAL_SHARE = 1.0
 
 
 def _group_sizes(slots: int, groups: int) -> list[int]:
@@ -226,9 +227,10 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
            space: Any) -> dict[str, EpisodeBatch]:
     """The runner's half of the pool: hand out jobs, make every policy call, gather results.
 
-    At each decision step this process acts for each group in turn, worker processes'
-    groups first: they step their envs while it acts for its own group (the first) and
-    steps it. One batched policy call per group and step.
+    At each decision step this process takes in every group's reply, makes one batched
+    policy call for the rows of all of them (as many calls as in one process), sends the
+    worker processes their actions and steps its own group (the first) while they step
+    theirs.
     """
     # One function on purpose: the per-episode arrays, the policy states and the records
     # are the state every phase shares; the helpers close over them rather than pass a
@@ -315,9 +317,7 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
         jobs.clear()
     replies = {id(g): g.receive() for g in groups}
 
-    def serve(group: Any) -> bool:
-        """Take in the group's last reply, act for its rows and send it on its way."""
-        reply = replies[id(group)]
+    def take_in(reply: Reply) -> None:
         for done in reply.finished:
             finish(done)
         for job in reply.started:
@@ -326,24 +326,38 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
                     episode_seed_sequence(seed, indices[job[1]], POLICY_STREAM))
             if recorded[job[0]]:
                 rows_seen[job], rows_chosen[job] = [], []
-        more = hand_out(backlog - reply.backlog) if backlog else []
-        if not (reply.jobs or more):
-            return False
-        group.send(act(reply) if reply.jobs else None, more)
-        return True
 
-    # The worker processes' groups are served first: they step while this process acts
-    # for its own group and steps it.
-    local, remote = groups[0], groups[1:]
-    while remote or local is not None:
-        remote = [g for g in remote if serve(g)]
-        if local is not None:
-            if serve(local):
-                replies[id(local)] = local.receive()
-            else:
-                local = None
-        for group in remote:
-            replies[id(group)] = group.receive()
+    # One decision step of every group: take in their replies, make ONE policy call for
+    # the rows of all of them, send the worker processes their actions (they step while
+    # this process steps its own group), then receive theirs.
+    local, live = groups[0], list(groups)
+    while live:
+        due = []
+        for group in live:
+            reply = replies[id(group)]
+            take_in(reply)
+            more = hand_out(backlog - reply.backlog) if backlog else []
+            if reply.jobs or more:
+                due.append((group, reply, more))
+        if not due:
+            break
+        acting = [reply for _, reply, _ in due if reply.jobs]
+        actions = act(_joined(acting)) if acting else None
+        given, at = {}, 0
+        for reply in acting:
+            given[id(reply)] = actions[at:at + len(reply.jobs)]
+            at += len(reply.jobs)
+        live = [group for group, _, _ in due]
+        for group, reply, more in due:  # workers first: they step while this one does
+            if group is not local:
+                group.send(given.get(id(reply)), more)
+        for group, reply, more in due:
+            if group is local:
+                group.send(given.get(id(reply)), more)
+                replies[id(group)] = group.receive()
+        for group in live:
+            if group is not local:
+                replies[id(group)] = group.receive()
 
     n_capped = int(capped.sum())
     if n_capped:
@@ -373,6 +387,17 @@ def _deal(jobs: deque[Job], room: list[int]) -> list[list[Job]]:
                 key=lambda i: ((len(hands[i]) + 1) * total / room[i], i))
         hands[g].append(jobs.popleft())
     return hands
+
+
+def _joined(replies: list[Reply]) -> Reply:
+    """The active rows of several groups' replies as one (rows in the replies' order)."""
+    if len(replies) == 1:
+        return replies[0]
+    first = replies[0].obs
+    obs = ({k: np.concatenate([r.obs[k] for r in replies]) for k in first}
+           if isinstance(first, dict) else np.concatenate([r.obs for r in replies]))
+    return Reply([job for r in replies for job in r.jobs], obs,
+                 [step for r in replies for step in r.steps])
 
 
 def _row(batch: Any, i: int) -> Any:
