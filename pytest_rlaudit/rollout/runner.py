@@ -347,17 +347,14 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
         for reply in acting:
             given[id(reply)] = actions[at:at + len(reply.jobs)]
             at += len(reply.jobs)
-        live = [group for group, _, _ in due]
-        for group, reply, more in due:  # workers first: they step while this one does
-            if group is not local:
-                group.send(given.get(id(reply)), more)
+        # workers first, so they step while this process steps its own group (a local
+        # group steps in receive)
+        due.sort(key=lambda d: d[0] is local)
         for group, reply, more in due:
-            if group is local:
-                group.send(given.get(id(reply)), more)
-                replies[id(group)] = group.receive()
-        for group in live:
-            if group is not local:
-                replies[id(group)] = group.receive()
+            group.send(given.get(id(reply)), more)
+        live = [group for group, _, _ in due]
+        for group in reversed(live):  # this process's own step first
+            replies[id(group)] = group.receive()
 
     n_capped = int(capped.sum())
     if n_capped:
