@@ -54,7 +54,7 @@ def halves(run: Any, episodes: int) -> float:
 
     context = multiprocessing.get_context("fork")
     start = time.perf_counter()
-    procs = [context.Process(target=run_quietly, args=(run, episodes // 2)) for _ in range(2)]
+    procs = [context.Process(target=run, kwargs={"episodes": episodes // 2}) for _ in range(2)]
     for p in procs:
         p.start()
     for p in procs:
@@ -62,10 +62,6 @@ def halves(run: Any, episodes: int) -> float:
     if any(p.exitcode for p in procs):
         raise SystemExit("a half-audit process failed")
     return time.perf_counter() - start
-
-
-def run_quietly(run: Any, episodes: int) -> None:
-    run(episodes=episodes)
 
 
 def returns_of(result: Any) -> dict[str, np.ndarray]:

@@ -24,6 +24,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .files import atomic_write
+
 __all__ = ["FRAME_MS", "gif_bytes", "write_gif", "video_name"]
 
 #: How long each frame shows; the parting frame and the last one stay longer.
@@ -127,7 +129,5 @@ def write_gif(clip: Any, path: str | os.PathLike[str]) -> Path:
     data = gif_bytes(clip)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    atomic_write(target, data)
     return target

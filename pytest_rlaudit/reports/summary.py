@@ -22,6 +22,7 @@ from typing import Any
 
 from .badges import badges
 from .chart import chart
+from .files import atomic_write
 from .html import html
 from .markdown import markdown
 from .rows import mix_fix, order_key
@@ -70,12 +71,6 @@ def summary(records: Iterable[dict[str, Any]], *, version: str,
             **(extra or {}), "results": ordered, "aggregates": aggregates(ordered)}
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_report(doc: dict[str, Any], directory: str | os.PathLike[str]) -> list[Path]:
     """Write the report folder ``directory`` (created if need be) and return the paths
     written, in this order: summary.json, summary.md, with matplotlib summary.png and
@@ -88,12 +83,12 @@ def write_report(doc: dict[str, Any], directory: str | os.PathLike[str]) -> list
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     text = markdown(doc)
-    _atomic_write(out / "summary.json", json.dumps(doc, indent=2, sort_keys=False) + "\n")
-    _atomic_write(out / "summary.md", text)
+    atomic_write(out / "summary.json", json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    atomic_write(out / "summary.md", text)
     written = [out / "summary.json", out / "summary.md", *chart(doc, out)]
     pages = {"index.html": html(doc, out), **badges(doc)}
     for name, page in pages.items():
-        _atomic_write(out / name, page)
+        atomic_write(out / name, page)
         written.append(out / name)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
