@@ -28,20 +28,20 @@ import os
 import socket
 import threading
 import traceback
-import warnings
 from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import partial
 from time import perf_counter
 from typing import Any
 
 from .._checks import integer
 from .._optional import require
-from ..errors import RolloutCapWarning
 from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.scenarios import Scenario
 from .runner import EpisodeBatch, _run_pool
+from .shards import caught_running, merge, rewarn, split
 
 __all__ = ["run_pool_on_ray", "RayTiming", "last_timing", "release_actors", "IDLE_SECONDS"]
 
@@ -123,7 +123,7 @@ def run_pool_on_ray(
         if started:
             ray.init(include_dashboard=False, logging_level=logging.ERROR)
         cpus = max(1, int(ray.cluster_resources().get("CPU", 0)))
-        shards = _split(indices, min(len(indices), cpus if workers is None else workers))
+        shards = split(indices, min(len(indices), cpus if workers is None else workers))
         actors, new = _POOL.take(ray, min(len(shards), cpus))
         call = next(_CALLS)
         try:
@@ -140,11 +140,11 @@ def run_pool_on_ray(
         finally:
             _POOL.forget(call, actors)
             _POOL.idle_timer()
-        names = [s.name for s in scenarios]
-        out = {name: EpisodeBatch.concat([part[name] for part, _ in parts]) for name in names}
+        out = merge([part for part, _ in parts], [s.name for s in scenarios])
         last_timing = RayTiming(ran - began, perf_counter() - ran, len(actors), new, len(shards),
                                 started)
-    _rewarn([caught for _, caught in parts], out)
+    # attributed where a local run's are: to run_episodes (via runner._on_ray and us)
+    rewarn([caught for _, caught in parts], out, stacklevel=3)
     return out
 
 
@@ -152,13 +152,6 @@ def release_actors() -> None:
     """Kill the actors kept between calls now (rather than after :data:`IDLE_SECONDS`)."""
     with _POOL.lock:
         _POOL.release()
-
-
-def _split(items: list[int], n: int) -> list[list[int]]:
-    """``items`` in ``n`` consecutive runs whose lengths differ by at most one."""
-    size, extra = divmod(len(items), n)
-    bounds = list(itertools.accumulate([size + (k < extra) for k in range(n)], initial=0))
-    return [items[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def _put(ray: Any, obj: Any, what: str) -> Any:
@@ -223,24 +216,6 @@ def _check(results: list[Any]) -> list[Any]:
         if isinstance(result, _Failure):
             result.reraise()
     return results
-
-
-def _rewarn(caught: list[list[tuple[type[Warning], str]]], out: dict[str, EpisodeBatch]) -> None:
-    """Warn on the caller's side what the shards warned: each message once, and one
-    RolloutCapWarning counting the capped episodes of all shards, as a local run does.
-    Attributed where a local run's are: to run_episodes (via runner._on_ray and us)."""
-    seen: set[tuple[type[Warning], str]] = set()
-    cap = None
-    for category, message in itertools.chain.from_iterable(caught):
-        if issubclass(category, RolloutCapWarning):
-            cap = message
-        elif (category, message) not in seen:
-            seen.add((category, message))
-            warnings.warn(message, category, stacklevel=4)
-    if cap is not None:
-        total = sum(int(batch.capped.sum()) for batch in out.values())
-        # The runner's message starts with its own shard's count: put the total there.
-        warnings.warn(f"{total} {cap.partition(' ')[2]}", RolloutCapWarning, stacklevel=4)
 
 
 class _RemoteTraceback(Exception):
@@ -309,12 +284,9 @@ class _Worker:
     def run(self, call: int, indices: list[int], options: dict[str, Any]) -> Any:
         policy, env, scenarios = self.loaded[call]
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                out = _run_pool(policy, env, scenarios, indices, **options)
+            return caught_running(partial(_run_pool, policy, env, scenarios, **options), indices)
         except Exception as exc:
             return _Failure(exc)
-        return out, [(w.category, str(w.message)) for w in caught]
 
     def forget(self, call: int) -> None:
         self.loaded.pop(call, None)

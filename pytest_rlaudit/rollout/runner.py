@@ -39,11 +39,12 @@ from ..world.reuse import reset_is_exact
 from ..world.scenarios import NOMINAL, Scenario
 from .batches import EpisodeBatch
 from .checks import ActionChecker, all_finite, check_obs, show
+from .shards import run_forked, split
 from .slots import Finished, Job, Reply, SlotGroup, attach_policy, stack, where
 from .workers import (
     SPIN_SECONDS,
     LocalGroup,
-    ProcessGroup,
+    WorkerProcess,
     check_workers,
     resolve_workers,
     usable_cores,
@@ -171,66 +172,94 @@ def _run_pool(
     integer("max_steps", max_steps, minimum=1)
     n_eps = len(indices)
     jobs: deque[Job] = deque((s, e) for s in range(len(scenarios)) for e in range(n_eps))
+    if workers > 1 and n_eps > 1 and getattr(policy, "shards_freely", False):
+        # No per-step messages for a policy that costs nothing to copy: each process runs
+        # whole episodes of its own (the random reference).
+        run = partial(_run_pool, policy, env, scenarios, seed=seed, batch_size=batch_size,
+                      max_steps=max_steps, record=record)
+        return run_forked(run, split(indices, min(workers, n_eps)), [s.name for s in scenarios])
     reuse = reset_is_exact(env)
 
-    # Env groups: this process's own, and one per further worker process. The policy
-    # learns the env's spaces from the first env made here; the workers must keep them.
+    # Env groups: per phase, this process's own and one in each further worker process.
+    # The policy learns the env's spaces from the first env made here; the others must
+    # keep them.
     count = max(1, min(workers, len(jobs)))
-    sizes = _group_sizes(max(batch_size, count), count)
-    local = SlotGroup(env, scenarios, indices, seed=seed, max_steps=max_steps, slots=sizes[0],
-                      reuse=reuse)
-    groups: list[Any] = [LocalGroup(local)]
+    sizes = _layout(max(batch_size, count), count, len(jobs))
+    settings = dict(seed=seed, max_steps=max_steps, reuse=reuse)
+    own = [SlotGroup(env, scenarios, indices, slots=n, **settings) for n in sizes[0]]
+    processes: list[WorkerProcess] = []
     try:
-        first = local.make(0)
+        first = own[0].make(0)
         if hasattr(policy, "bind"):
             policy.bind(first[0].observation_space, first[0].action_space)
         attach_policy(first[0], policy)
-        local.policy = policy
-        local.free[0] = [first]
-        spin = SPIN_SECONDS if len(sizes) <= usable_cores() else 0.0
-        for size in sizes[1:]:
-            build = _builder(policy, env, scenarios, indices, local.spaces, seed=seed,
-                             max_steps=max_steps, slots=size, reuse=reuse)
-            groups.append(ProcessGroup(build, size, spin))
-        return _drive(policy, groups, jobs, scenarios, indices, seed=seed,
-                      max_steps=max_steps, record=record, space=local.spaces[1])
+        own[0].free[0] = [first]
+        for group in own:
+            group.policy, group.spaces = policy, own[0].spaces
+        spin = SPIN_SECONDS if count <= usable_cores() else 0.0
+        for parts in sizes[1:]:
+            build = _builder(policy, env, scenarios, indices, own[0].spaces, parts, **settings)
+            processes.append(WorkerProcess(build, parts, spin))
+        phases = [[LocalGroup(group), *(w.part(k) for w in processes)]
+                  for k, group in enumerate(own)]
+        return _drive(policy, phases, jobs, scenarios, indices, seed=seed,
+                      max_steps=max_steps, record=record, space=own[0].spaces[1])
     finally:
-        for group in groups:
+        for group in own:
             group.close()
+        for process in processes:
+            process.close()
 
 
-#: This process's share of the env slots relative to a worker's. A worker waits while
-#: this process makes the policy call, so both spend it; what remains is this process's
-#: bookkeeping against a worker's messages, about even (1.0 and 0.9 measured within the
-#: noise of benchmarks/bench_workers.py).
-LOCAL_SHARE = 1.0
+#: This process's share of the env slots relative to a worker's, by the number of phases.
+#: With one phase a worker waits while this process makes the policy call, so both spend
+#: it, and the shares are even; with two, this process also makes the policy calls and
+#: reads the replies while a worker steps its envs of the other phase, so it takes fewer
+#: (measured with benchmarks/bench_workers.py, HalfCheetah and SAC).
+LOCAL_SHARE = {1: 1.0, 2: 0.85}
+
+#: Rows a phase's group needs before two phases pay: each phase makes a policy call of its
+#: own, and a call's fixed cost (0.1-0.2 ms for SB3's default net) must stay small next to
+#: the envs a worker steps meanwhile.
+PHASE_ROWS = 16
 
 
-def _group_sizes(slots: int, groups: int) -> list[int]:
-    """Slots per group, this process's first (at least one each): a worker's share is 1,
-    this process's :data:`LOCAL_SHARE`."""
-    if groups == 1:
-        return [slots]
-    local = max(1, round(slots * LOCAL_SHARE / (LOCAL_SHARE + groups - 1)))
-    rest = [len(part) for part in np.array_split(np.arange(slots - local), groups - 1)]
-    return [local, *(max(1, n) for n in rest)]
+def _layout(slots: int, processes: int, jobs: int) -> list[list[int]]:
+    """Slots per process (this one first, a worker's share 1 and this one's
+    :data:`LOCAL_SHARE`) and, within each, per phase: two phases where there are worker
+    processes and every group gets :data:`PHASE_ROWS` slots and jobs, else one.
+
+    >>> _layout(128, 1, 150), _layout(128, 2, 150), _layout(128, 2, 30)
+    ([[128]], [[30, 29], [35, 34]], [[64], [64]])
+    """
+    if processes == 1:
+        return [[slots]]
+    phases = 2 if min(slots, jobs) >= 2 * processes * PHASE_ROWS else 1
+    share = LOCAL_SHARE[phases]
+    local = max(1, round(slots * share / (share + processes - 1)))
+    per = [local, *(max(1, len(part)) for part in
+                    np.array_split(np.arange(slots - local), processes - 1))]
+    return [[len(part) for part in np.array_split(np.arange(n), phases)] for n in per]
 
 
 def _builder(policy: Policy, env: AuditEnv, scenarios: Sequence[Scenario], indices: list[int],
-             spaces: Any, **settings: Any) -> Any:
-    """What a worker process runs to build its group (inherited by fork, never pickled)."""
-    return lambda: SlotGroup(env, scenarios, indices, spaces=spaces, policy=policy, **settings)
+             spaces: Any, sizes: list[int], **settings: Any) -> Any:
+    """What a worker process runs to build its groups, one per phase (inherited by fork,
+    never pickled)."""
+    return lambda: [SlotGroup(env, scenarios, indices, spaces=spaces, policy=policy, slots=n,
+                              **settings) for n in sizes]
 
 
-def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Sequence[Scenario],
+def _drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios: Sequence[Scenario],
            indices: list[int], *, seed: int, max_steps: int, record: bool | Collection[str],
            space: Any) -> dict[str, EpisodeBatch]:
     """The runner's half of the pool: hand out jobs, make every policy call, gather results.
 
-    At each decision step this process takes in every group's reply, makes one batched
-    policy call for the rows of all of them (as many calls as in one process), sends the
-    worker processes their actions and steps its own group (the first) while they step
-    theirs.
+    ``phases``: the groups of each phase, this process's own first (:mod:`.workers`).
+    The phases take turns: for phase ``p`` this process takes in its groups' replies,
+    makes one batched policy call for the rows of all of them, sends the worker
+    processes their actions and steps its own group, then reads the workers' replies of
+    the other phase, which they stepped meanwhile.
     """
     # One function on purpose: the per-episode arrays, the policy states and the records
     # are the state every phase shares; the helpers close over them rather than pass a
@@ -255,6 +284,7 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
     policy.reset()
     # With several groups each holds a few queued jobs beyond its slots, so a slot that
     # frees up starts its next episode at once; a few, so no group hoards the queue's tail.
+    groups = [group for phase in phases for group in phase]
     backlog = 0 if len(groups) == 1 else 2
 
     def hand_out(wanted: int) -> list[Job]:
@@ -308,15 +338,6 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
                 rows_chosen[job].append(actions[i])
         return actions
 
-    if backlog:
-        for group, first in zip(groups, _deal(jobs, [g.slots + backlog for g in groups]),
-                                strict=True):
-            group.send(None, first)
-    else:  # one group: the whole queue
-        groups[0].send(None, list(jobs))
-        jobs.clear()
-    replies = {id(g): g.receive() for g in groups}
-
     def take_in(reply: Reply) -> None:
         for done in reply.finished:
             finish(done)
@@ -327,34 +348,57 @@ def _drive(policy: Policy, groups: list[Any], jobs: deque[Job], scenarios: Seque
             if recorded[job[0]]:
                 rows_seen[job], rows_chosen[job] = [], []
 
-    # One decision step of every group: take in their replies, make ONE policy call for
-    # the rows of all of them, send the worker processes their actions (they step while
-    # this process steps its own group), then receive theirs.
-    local, live = groups[0], list(groups)
-    while live:
+    # Every group's first jobs: the workers' sent first so they start stepping, each
+    # worker's phases in turn (a worker replies in the order it was asked).
+    hands = (_deal(jobs, [g.slots + backlog for g in groups]) if backlog
+             else [[jobs.popleft() for _ in range(len(jobs))]])
+    for group, first in sorted(zip(groups, hands, strict=True),
+                               key=lambda pair: isinstance(pair[0], LocalGroup)):
+        group.send(None, first)
+    replies: dict[int, Reply] = {}
+    ready: list[list[Any]] = [[] for _ in phases]  # groups with their reply in hand
+    asked: list[list[Any]] = [[] for _ in phases]  # worker groups with a reply to come
+    for k, phase in enumerate(phases):  # this process's own steps first
+        ready[k] = [group for group in phase if isinstance(group, LocalGroup)]
+        asked[k] = [group for group in phase if not isinstance(group, LocalGroup)]
+    for group in [*(g for phase in ready for g in phase), *asked[0]]:
+        replies[id(group)] = group.receive()
+    ready[0] += asked[0]
+    asked[0] = []
+
+    # One decision step of phase p: take in its replies, make ONE policy call for the rows
+    # of all of them, send the worker processes their actions and step this process's own
+    # group while they step theirs, then read the other phase's replies (with one phase,
+    # this phase's).
+    p = 0
+    while any(ready) or any(asked):
         due = []
-        for group in live:
-            reply = replies[id(group)]
+        for group in ready[p]:
+            reply = replies.pop(id(group))
             take_in(reply)
             more = hand_out(backlog - reply.backlog) if backlog else []
             if reply.jobs or more:
                 due.append((group, reply, more))
-        if not due:
-            break
         acting = [reply for _, reply, _ in due if reply.jobs]
         actions = act(_joined(acting)) if acting else None
         given, at = {}, 0
         for reply in acting:
             given[id(reply)] = actions[at:at + len(reply.jobs)]
             at += len(reply.jobs)
-        # workers first, so they step while this process steps its own group (a local
-        # group steps in receive)
-        due.sort(key=lambda d: d[0] is local)
+        due.sort(key=lambda d: isinstance(d[0], LocalGroup))  # workers first
+        ready[p] = []
         for group, reply, more in due:
             group.send(given.get(id(reply)), more)
-        live = [group for group, _, _ in due]
-        for group in reversed(live):  # this process's own step first
+            if isinstance(group, LocalGroup):  # steps here and now
+                replies[id(group)] = group.receive()
+                ready[p].append(group)
+            else:
+                asked[p].append(group)
+        p = (p + 1) % len(phases)
+        for group in asked[p]:
             replies[id(group)] = group.receive()
+        ready[p] += asked[p]
+        asked[p] = []
 
     n_capped = int(capped.sum())
     if n_capped:

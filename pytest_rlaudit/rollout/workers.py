@@ -1,11 +1,17 @@
 """Env slots stepped in worker processes, for audits whose cost is the env (MuJoCo).
 
-With ``workers=N`` the pool's slots are split into N :class:`~.slots.SlotGroup`: one in
-the runner's process and one in each of N - 1 worker processes. At every decision step
-all groups step their envs at the same time, then the runner makes one policy call for
-the rows of all of them, as many calls as in one process (the policy stays in one place,
-batched). Only the env stepping is spread; the policy call and the messages are what
-stays serial (see ``benchmarks/bench_workers.py`` for what that costs).
+With ``workers=N`` the pool's env slots are spread over N processes: the runner's own and
+N - 1 forked worker processes. The runner alone makes the policy calls, batched: the
+agent stays in one place. Only the env stepping is spread.
+
+The slots of every process are split into two *phases* (one :class:`~.slots.SlotGroup`
+each), driven in turn: while a worker steps its envs of one phase, the runner makes the
+policy call for the other phase, steps its own envs of it and reads the worker's reply.
+So a worker never waits for a policy call or a round trip, and the runner never waits
+for a worker, as long as a worker holds a little more env work than the runner (which
+also makes the policy calls: :data:`~.runner.LOCAL_SHARE`). A worker process serves its
+phases in the order they are asked (:class:`WorkerProcess`); :class:`WorkerPart` is one
+phase of it behind the same ``send``/``receive`` pair as a :class:`LocalGroup`.
 
 Workers are started with ``fork`` (the env factory, the scenarios and any closure they
 hold are inherited, never pickled) and live for one pool run: a fork costs milliseconds,
@@ -22,6 +28,7 @@ import multiprocessing
 import os
 import pickle
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,7 +36,8 @@ from .._checks import workers as check_workers
 from ..errors import RolloutError
 from .slots import Job, Reply, SlotGroup
 
-__all__ = ["ProcessGroup", "LocalGroup", "check_workers", "resolve_workers", "usable_cores"]
+__all__ = ["WorkerProcess", "WorkerPart", "LocalGroup", "Failure", "fork_context", "check_workers",
+           "resolve_workers", "usable_cores"]
 
 
 #: How long a process polls for its next message before it sleeps on it (see _Waiter);
@@ -58,6 +66,16 @@ def resolve_workers(workers: int | str | None) -> int:
     return max(1, workers)
 
 
+def fork_context() -> Any:
+    """The multiprocessing context that forks, or a RolloutError that says what to use."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        raise RolloutError(
+            "workers= needs the 'fork' start method, which this platform lacks; audit "
+            "with workers=None, or spread episodes with backend='ray'"
+        )
+    return multiprocessing.get_context("fork")
+
+
 class LocalGroup:
     """A :class:`SlotGroup` in this process, behind the same send/receive pair as a
     worker's: ``send`` stores the step, ``receive`` runs it."""
@@ -78,7 +96,7 @@ class LocalGroup:
         self.group.close()
 
 
-class _Failure:
+class Failure:
     """An exception raised in a worker, carried back to the runner."""
 
     def __init__(self, exc: BaseException) -> None:
@@ -118,71 +136,107 @@ class _Waiter:
         self.skip = self.BACK_OFF
 
 
-def _serve(conn: Any, build: Callable[[], SlotGroup], spin: float) -> None:
-    group = None
+def _serve(conn: Any, build: Callable[[], list[SlotGroup]], spin: float) -> None:
+    groups: list[SlotGroup] = []
     waiter = _Waiter(spin)
     try:
-        group = build()
+        groups = build()
         while True:
             waiter.wait(conn)
             message = conn.recv()
             if message is None:
                 break
+            part, actions, jobs = message
             try:
-                conn.send(group.step(*message))
+                conn.send(groups[part].step(actions, jobs))
             except BaseException as exc:
-                conn.send(_Failure(exc))
+                conn.send(Failure(exc))
                 break
     except (EOFError, KeyboardInterrupt):
         pass
     finally:
-        if group is not None:
+        for group in groups:
             group.close()
         conn.close()
 
 
-class ProcessGroup:
-    """A :class:`SlotGroup` built and stepped in a forked worker process."""
+class WorkerProcess:
+    """A forked worker process holding one :class:`SlotGroup` per phase (``build``
+    returns them), each with ``sizes[k]`` slots. It steps them in the order asked, and
+    replies in that order: a reply is read by the part that asked first (:meth:`part`)."""
 
-    def __init__(self, build: Callable[[], SlotGroup], slots: int, spin: float = 0.0) -> None:
-        self.slots = slots
+    def __init__(self, build: Callable[[], list[SlotGroup]], sizes: Sequence[int],
+                 spin: float = 0.0) -> None:
+        self.sizes = list(sizes)
         self.waiter = _Waiter(spin)
-        if "fork" not in multiprocessing.get_all_start_methods():
-            raise RolloutError(
-                "workers= needs the 'fork' start method, which this platform lacks; audit "
-                "with workers=None, or spread episodes with backend='ray'"
-            )
-        context = multiprocessing.get_context("fork")
+        self.asked: deque[int] = deque()  # parts with a reply to come, oldest first
+        self.lost = False  # the process is gone: what it said before is still to be read
+        context = fork_context()
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_serve, args=(child, build, spin), daemon=True,
                                        name="rlaudit-envs")
         self.process.start()
         child.close()
 
-    def send(self, actions: Any, jobs: Sequence[Job]) -> None:
-        self.conn.send((actions, list(jobs)))
+    def part(self, k: int) -> WorkerPart:
+        """Phase ``k`` of this process, as a group the runner drives."""
+        return WorkerPart(self, k)
 
-    def receive(self) -> Reply:
+    def send(self, part: int, actions: Any, jobs: Sequence[Job]) -> None:
+        self.asked.append(part)
+        if self.lost:
+            return
+        try:
+            self.conn.send((part, actions, list(jobs)))
+        except (BrokenPipeError, ConnectionResetError):
+            # It failed or died on an earlier step; that reply (or its end) says why.
+            self.lost = True
+
+    def receive(self, part: int) -> Reply:
+        if not self.asked or self.asked[0] != part:
+            raise RuntimeError(f"part {part} read a worker's reply out of turn ({list(self.asked)})")
+        self.asked.popleft()
         try:
             self.waiter.wait(self.conn)
             message = self.conn.recv()
-        except EOFError:
+        except (EOFError, ConnectionResetError):
             self.process.join(timeout=5)  # reap it, for its exit code
             raise RolloutError(
                 f"an env worker process died (exit code {self.process.exitcode}); run with "
                 "workers=None to see the env's own error"
             ) from None
-        if isinstance(message, _Failure):
+        if isinstance(message, Failure):
             raise message.exception()
         return message
 
     def close(self) -> None:
         try:
             self.conn.send(None)
-        except (BrokenPipeError, OSError):
+        except (BrokenPipeError, ConnectionResetError, OSError):
             pass
         self.process.join(timeout=5)
         if self.process.is_alive():
             self.process.terminate()
             self.process.join()
         self.conn.close()
+
+
+class WorkerPart:
+    """Phase ``k`` of a :class:`WorkerProcess`: the send/receive pair of a group. Closing
+    it closes the process (the runner closes every part it drives, each process once)."""
+
+    def __init__(self, process: WorkerProcess, k: int) -> None:
+        self.process = process
+        self.k = k
+        self.slots = process.sizes[k]
+
+    def send(self, actions: Any, jobs: Sequence[Job]) -> None:
+        self.process.send(self.k, actions, jobs)
+
+    def receive(self) -> Reply:
+        return self.process.receive(self.k)
+
+    def close(self) -> None:
+        if self.process.conn.closed:
+            return
+        self.process.close()

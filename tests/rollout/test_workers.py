@@ -171,3 +171,102 @@ def test_an_unknown_backend_is_refused_naming_the_backends():
 def test_auto_is_one_env_stepping_process_per_usable_core():
     assert resolve_workers("auto") == usable_cores()
     assert resolve_workers(None) == resolve_workers(0) == resolve_workers(1) == 1
+
+
+# ---------------------------------------------------------------- two phases, and shards
+@pytest.fixture
+def phased(monkeypatch):
+    """Two phases for groups of any size (by default they start at PHASE_ROWS rows), so
+    that small test pools run the pipelined schedule of a large audit."""
+    from pytest_rlaudit.rollout import runner
+
+    monkeypatch.setattr(runner, "PHASE_ROWS", 1)
+    return runner
+
+
+def test_the_layout_has_two_phases_only_where_groups_are_large_enough(phased):
+    phased.PHASE_ROWS = 16
+    assert phased._layout(128, 2, 150) == [[30, 29], [35, 34]]  # this process takes less
+    assert phased._layout(128, 2, 30) == [[64], [64]]  # one phase: even shares
+    assert phased._layout(128, 1, 150) == [[128]]
+    phased.PHASE_ROWS = 1
+    assert phased._layout(8, 3, 30) == [[1, 1], [2, 1], [2, 1]]
+    assert phased._layout(4, 2, 3) == [[2], [2]]  # fewer jobs than groups: one phase
+
+
+@pytest.mark.parametrize("agent", ["controller", "stateful"])
+def test_two_phases_give_the_numbers_of_one_process(agent, controller, phased):
+    """The pipelined schedule (a worker steps one phase while this process acts for the
+    other) changes which rows share a policy call and when, never a number."""
+    if agent == "stateful":  # a recurrent-like policy: per-episode state, seeded
+        from pytest_rlaudit.world.agents.base import BasePolicy
+
+        class Counting(BasePolicy):
+            stateful = True
+
+            def initial_state(self, seed):
+                return int(seed.generate_state(1)[0]) % 2
+
+            def act(self, obs, states):
+                actions = np.array([(s + int(o[2] > 0)) % 2 for o, s in zip(obs, states)])
+                return actions, [s ^ 1 for s in states]
+
+        agent = Counting()
+    else:
+        agent = controller
+    local = _run(agent, seed=1, record=True)
+    for workers in (2, 3):
+        _same(local, _run(agent, seed=1, record=True, workers=workers, batch_size=24),
+              recorded=True)
+
+
+def test_an_env_fault_with_two_phases_is_the_envs_error(phased):
+    # The worker fails on one phase while this process has already sent it the other.
+    with pytest.raises(RolloutError, match=r"env step failed \(RuntimeError: simulator "
+                                           r"exploded\) at scenario 'delay', episode \d+ "
+                                           r"\(env seed \d+\), agent step 2"):
+        _run(lambda o: np.zeros(len(o), dtype=np.int64), ["delay"], episodes=8,
+             env=lambda: _FaultsInAWorker("raise", at=3), batch_size=8, workers=2)
+
+
+def test_a_worker_that_dies_with_two_phases_is_a_clear_error(phased):
+    with pytest.raises(RolloutError, match=r"env worker process died \(exit code 3\)"):
+        _run(lambda o: np.zeros(len(o), dtype=np.int64), ["nominal"], episodes=8,
+             env=lambda: _Dies(horizon=10), batch_size=8, workers=2)
+
+
+def test_the_random_reference_runs_whole_episodes_in_each_process(monkeypatch):
+    """The random policy shards freely: each process runs its own episodes, no per-step
+    messages (so no WorkerProcess), and the numbers are those of one process."""
+    from pytest_rlaudit.rollout import workers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the random policy's steps went through a WorkerProcess")
+
+    local = _run("random", episodes=5, seed=2, record=True)
+    monkeypatch.setattr(workers.WorkerProcess, "__init__", refuse)
+    for n in (2, 3):
+        _same(local, _run("random", episodes=5, seed=2, record=True, workers=n), recorded=True)
+
+
+def test_capped_episodes_of_every_shard_are_counted_in_one_warning():
+    from pytest_rlaudit.errors import RolloutCapWarning
+
+    with pytest.warns(RolloutCapWarning, match=r"^5 episode\(s\) reached the cap of 3") as got:
+        _run("random", ["nominal"], episodes=5, env=lambda: CounterEnv(horizon=10),
+             workers=2, max_steps=3)
+    assert len([w for w in got if issubclass(w.category, RolloutCapWarning)]) == 1
+
+
+def test_an_env_fault_in_a_shard_is_the_envs_error():
+    with pytest.raises(RolloutError, match=r"env step failed \(RuntimeError: simulator "
+                                           r"exploded\) at scenario 'delay', episode 1 "
+                                           r"\(env seed 1\), agent step 2"):
+        _run("random", ["delay"], episodes=2, env=lambda: _FaultsInAWorker("raise", at=3),
+             workers=2)
+
+
+def test_a_shard_process_that_dies_is_a_clear_error_not_a_hang():
+    with pytest.raises(RolloutError, match=r"worker process died \(exit code 3\); run "
+                                           r"with workers=None"):
+        _run("random", ["nominal"], episodes=2, env=lambda: _Dies(horizon=10), workers=2)

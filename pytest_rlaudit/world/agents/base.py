@@ -43,6 +43,10 @@ class BasePolicy:
     action_space: spaces.Space | None = None
     #: What the agent needs of its env (a zoo folder's env_kwargs and wrappers), if anything.
     env_needs: Any = None
+    #: Whether the runner's worker processes may each run a copy of it on episodes of
+    #: their own (``workers=``), rather than send every step's observations to one copy:
+    #: for policies that cost nothing to copy and gain nothing from large batches.
+    shards_freely: bool = False
 
     def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         """Learn the env's spaces before a rollout (and check they fit the agent)."""
