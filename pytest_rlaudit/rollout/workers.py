@@ -4,14 +4,20 @@ With ``workers=N`` the pool's env slots are spread over N processes: the runner'
 N - 1 forked worker processes. The runner alone makes the policy calls, batched: the
 agent stays in one place. Only the env stepping is spread.
 
-The slots of every process are split into two *phases* (one :class:`~.slots.SlotGroup`
-each), driven in turn: while a worker steps its envs of one phase, the runner makes the
-policy call for the other phase, steps its own envs of it and reads the worker's reply.
-So a worker never waits for a policy call or a round trip, and the runner never waits
-for a worker, as long as a worker holds a little more env work than the runner (which
-also makes the policy calls: :data:`~.runner.LOCAL_SHARE`). A worker process serves its
-phases in the order they are asked (:class:`WorkerProcess`); :class:`WorkerPart` is one
-phase of it behind the same ``send``/``receive`` pair as a :class:`LocalGroup`.
+Where the groups are large (:data:`~.runner.PHASE_ROWS`), the slots of every process are
+split into two *phases* (one :class:`~.slots.SlotGroup` each), driven in turn: while a
+worker steps its envs of one phase, the runner makes the policy call for the other
+phase, steps its own envs of it and reads the worker's reply. So a worker does not wait
+for policy calls or round trips, as long as it holds a little more env work than the
+runner, which also makes the calls (:data:`~.runner.LOCAL_SHARE`). A worker process
+serves its phases in the order they are asked (:class:`WorkerProcess`); a
+:class:`WorkerPart` is one phase of it behind the same ``send``/``receive`` pair as a
+:class:`LocalGroup`. Small pools keep one phase: there, a second policy call per step
+would cost more than the wait it saves.
+
+A policy that costs nothing to copy (``shards_freely``: the random reference) does not
+go through a worker at all: each process runs whole episodes of its own
+(:func:`~.shards.run_forked`).
 
 Workers are started with ``fork`` (the env factory, the scenarios and any closure they
 hold are inherited, never pickled) and live for one pool run: a fork costs milliseconds,

@@ -208,7 +208,7 @@ def test_two_phases_give_the_numbers_of_one_process(agent, controller, phased):
                 return int(seed.generate_state(1)[0]) % 2
 
             def act(self, obs, states):
-                actions = np.array([(s + int(o[2] > 0)) % 2 for o, s in zip(obs, states)])
+                actions = np.array([(s + int(o[2] > 0)) % 2 for o, s in zip(obs, states, strict=True)])
                 return actions, [s ^ 1 for s in states]
 
         agent = Counting()
