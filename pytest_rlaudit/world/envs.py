@@ -24,6 +24,7 @@ from gymnasium.envs.registration import EnvSpec, parse_env_id
 
 from .._imports import import_module
 from ..errors import UnknownEnvError
+from .mujoco_log import mujoco_warnings
 
 __all__ = ["EnvLike", "AuditEnv", "env_spec"]
 
@@ -45,7 +46,8 @@ class AuditEnv:
     needs: Any = None
 
     def make(self) -> gym.Env:
-        env = self.factory()
+        with mujoco_warnings():  # an audit builds many: MuJoCo's would print each time
+            env = self.factory()
         if not isinstance(env, gym.Env):
             raise TypeError(
                 f"the env factory for {self.name!r} returned {type(env).__name__}, not a "
@@ -151,8 +153,10 @@ def _checked(name: str, env_id: str | EnvSpec, kwargs: dict[str, Any]) -> None:
     """Make one env of ``env_id`` and close it, so that an env that cannot be made fails
     here, with its cause and fix, before any rollout starts."""
     shown = env_id.id if isinstance(env_id, EnvSpec) else env_id
+    entry = (env_id if isinstance(env_id, EnvSpec) else gym.spec(env_id)).entry_point
     try:
-        gym.make(env_id, **kwargs).close()
+        with mujoco_warnings(load="mujoco" in str(entry)):  # the first env imports it
+            gym.make(env_id, **kwargs).close()
     except (gym.error.DependencyNotInstalled, ImportError) as exc:
         raise _missing_dependency(shown, exc) from exc
     except gym.error.Error as exc:
