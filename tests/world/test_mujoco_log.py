@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import warnings
 
-import gymnasium as gym
 import mujoco
 import numpy as np
 import pytest
+from toy_envs import CounterEnv
 
 from pytest_rlaudit import scenarios
 from pytest_rlaudit.rollout.runner import run_episodes
@@ -18,30 +18,19 @@ UNSTABLE = "Nan, Inf or huge value in QPOS"
 XML = "<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>"
 
 
-class WarnsWhenBuilt(gym.Env):
+class WarnsWhenBuilt(CounterEnv):
     """An env whose construction makes MuJoCo warn (the first unstable step of a data),
     as a model file with a deprecated attribute does at every compilation."""
 
-    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-    action_space = gym.spaces.Discrete(2)
     built = 0
 
     def __init__(self) -> None:
+        super().__init__(horizon=3)
         WarnsWhenBuilt.built += 1
         model = mujoco.MjModel.from_xml_string(XML)
         data = mujoco.MjData(model)
         data.qpos[0] = np.nan
         mujoco.mj_step(model, data)
-        self.t = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(1, np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        return np.zeros(1, np.float32), 1.0, self.t >= 3, False, {}
 
 
 def test_an_audit_turns_mujocos_warnings_into_python_warnings(tmp_path, monkeypatch, capfd):
@@ -51,7 +40,7 @@ def test_an_audit_turns_mujocos_warnings_into_python_warnings(tmp_path, monkeypa
     with pytest.warns(UserWarning, match=f"^MuJoCo: {UNSTABLE}") as caught:
         out = run_episodes(policy, env_spec(WarnsWhenBuilt), [scenarios.get("nominal")], 4,
                            batch_size=4)
-    assert out["nominal"].returns.tolist() == [3.0] * 4
+    assert out["nominal"].returns.tolist() == [6.0] * 4  # 1 + 2 + 3
     from_mujoco = [w for w in caught if str(w.message).startswith("MuJoCo:")]
     assert len(from_mujoco) == WarnsWhenBuilt.built >= 4  # every env built, the checks' too
     printed = capfd.readouterr()
