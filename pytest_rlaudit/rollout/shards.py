@@ -19,9 +19,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import RolloutCapWarning, RolloutError
+from ..errors import RolloutCapWarning
 from .batches import EpisodeBatch
-from .workers import Failure, fork_context
+from .workers import Failure, died, fork_context
 
 __all__ = ["split", "merge", "rewarn", "run_forked", "Caught"]
 
@@ -106,11 +106,7 @@ def run_forked(run: Callable[[list[int]], dict[str, EpisodeBatch]], shards: list
             try:
                 message = conn.recv()
             except EOFError:
-                process.join(timeout=5)
-                raise RolloutError(
-                    f"a worker process died (exit code {process.exitcode}); run with "
-                    "workers=None to see the env's own error"
-                ) from None
+                raise died(process) from None
             if isinstance(message, Failure):
                 raise message.exception()
             parts.append(message)

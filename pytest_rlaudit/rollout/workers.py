@@ -42,8 +42,8 @@ from .._checks import workers as check_workers
 from ..errors import RolloutError
 from .slots import Job, Reply, SlotGroup
 
-__all__ = ["WorkerProcess", "WorkerPart", "LocalGroup", "Failure", "fork_context", "check_workers",
-           "resolve_workers", "usable_cores"]
+__all__ = ["WorkerProcess", "WorkerPart", "LocalGroup", "Failure", "died", "fork_context",
+           "check_workers", "resolve_workers", "usable_cores"]
 
 
 #: How long a process polls for its next message before it sleeps on it (see _Waiter);
@@ -80,6 +80,16 @@ def fork_context() -> Any:
             "with workers=None, or spread episodes with backend='ray'"
         )
     return multiprocessing.get_context("fork")
+
+
+def died(process: Any) -> RolloutError:
+    """The error for a worker ``process`` that ended without a word (reaped here, for its
+    exit code): an env that crashed the interpreter, or a kill."""
+    process.join(timeout=5)
+    return RolloutError(
+        f"an env worker process died (exit code {process.exitcode}); run with "
+        "workers=None to see the env's own error"
+    )
 
 
 class LocalGroup:
@@ -206,11 +216,7 @@ class WorkerProcess:
             self.waiter.wait(self.conn)
             message = self.conn.recv()
         except (EOFError, ConnectionResetError):
-            self.process.join(timeout=5)  # reap it, for its exit code
-            raise RolloutError(
-                f"an env worker process died (exit code {self.process.exitcode}); run with "
-                "workers=None to see the env's own error"
-            ) from None
+            raise died(self.process) from None
         if isinstance(message, Failure):
             raise message.exception()
         return message
