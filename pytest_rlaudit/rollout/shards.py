@@ -23,7 +23,7 @@ from ..errors import RolloutCapWarning
 from .batches import EpisodeBatch
 from .workers import Failure, died, fork_context
 
-__all__ = ["split", "merge", "rewarn", "run_forked", "Caught"]
+__all__ = ["split", "merge", "rewarn", "caught_running", "run_forked", "Caught"]
 
 #: Warnings a shard raised, as (category, message) pairs (they travel; records do not).
 Caught = list[tuple[type[Warning], str]]

@@ -234,8 +234,8 @@ class WorkerProcess:
 
 
 class WorkerPart:
-    """Phase ``k`` of a :class:`WorkerProcess`: the send/receive pair of a group. Closing
-    it closes the process (the runner closes every part it drives, each process once)."""
+    """Phase ``k`` of a :class:`WorkerProcess`: the send/receive pair of a group (the
+    runner closes the process itself, once)."""
 
     def __init__(self, process: WorkerProcess, k: int) -> None:
         self.process = process
@@ -247,8 +247,3 @@ class WorkerPart:
 
     def receive(self) -> Reply:
         return self.process.receive(self.k)
-
-    def close(self) -> None:
-        if self.process.conn.closed:
-            return
-        self.process.close()
