@@ -17,11 +17,9 @@ def controller():
 
 @pytest.fixture
 def tester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A pytester directory with ``agents.py`` (``cartpole_agents``) importable, no CI
-    step summary, and pytest-randomly (in the dev extra, for the tests that run beside it)
-    off unless a test asks for it with ``-p randomly``: the inner runs assert an order."""
+    """A pytester directory with ``agents.py`` (``cartpole_agents``) importable, and no CI
+    step summary."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:randomly")
     pytester.makepyfile(agents=source())
     pytester.syspathinsert()
     return pytester
