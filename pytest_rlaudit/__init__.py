@@ -38,6 +38,7 @@ _EXPORTS = {
     "as_policy": "world.agents",
     "Policy": "world.agents",
     "RLAuditError": "errors",
+    "InvalidArgumentError": "errors",
     "UnknownEnvError": "errors",
     "UnknownScenarioError": "errors",
     "PerturbationError": "errors",
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import (
         AgentWarning,
         BaselineError,
+        InvalidArgumentError,
         MisloadedAgentError,
         PerturbationError,
         PolicyError,

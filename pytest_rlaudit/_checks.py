@@ -1,13 +1,14 @@
 """Argument validators: one wording per kind, for every layer. Standard library only.
 
-Integers: ``"{name} must be an integer >= {minimum}, got {value!r}"``. Numbers:
+Integers: ``"{name} must be an integer >= {minimum}, got {value!r}"`` (``in [min, max]``
+when bounded above). Numbers:
 ``"{name} must be a finite number in [low, high), got {value!r}"`` (or ``>= low``,
 ``> low`` when unbounded above). Booleans are neither; numpy scalars are both.
 
 >>> integer("Speed: k", 0, minimum=1)
 Traceback (most recent call last):
 ...
-ValueError: Speed: k must be an integer >= 1, got 0
+pytest_rlaudit.errors.InvalidArgumentError: Speed: k must be an integer >= 1, got 0
 >>> number("confidence", 0.95, low=0, high=1, low_open=True, high_open=True)
 0.95
 >>> bounds(0, 2, low_open=True), bounds(0), bounds(0, low_open=True)
@@ -20,21 +21,48 @@ import math
 import numbers
 from typing import Any
 
-__all__ = ["integer", "number", "bounds", "workers"]
+from .errors import InvalidArgumentError
+
+__all__ = ["integer", "number", "bounds", "workers", "seed", "confidence", "MAX_SEED"]
+
+#: The largest env seed: episode seeds travel as int64 (numpy arrays, JSON, JUnit).
+MAX_SEED = 2**63 - 1
 
 
-def integer(name: str, value: Any, *, minimum: int, why: str = "",
-            error: type[Exception] = ValueError) -> int:
-    """``value`` as an int if it is an integer >= ``minimum``, else ``error``. ``name`` may
-    be empty: argparse puts the option's name in front of the message."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise error(f"{_subject(name)}must be an integer >= {minimum}{why}, got {value!r}")
+def integer(name: str, value: Any, *, minimum: int, maximum: int | None = None, why: str = "",
+            error: type[Exception] = InvalidArgumentError) -> int:
+    """``value`` as an int if it is an integer >= ``minimum`` (and <= ``maximum``), else
+    ``error``. ``name`` may be empty: argparse puts the option's name in front of the
+    message."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum
+            or (maximum is not None and value > maximum)):
+        allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise error(f"{_subject(name)}must be an integer {allowed}{why}, got {value!r}")
     return int(value)
+
+
+def seed(value: Any, *, episodes: int = 1, name: str = "seed",
+         error: type[Exception] = InvalidArgumentError) -> int:
+    """An audit seed: an integer >= 0 whose last episode's env seed, ``seed + episodes -
+    1``, still fits the 64 bits episode seeds travel in.
+
+    >>> seed(7, episodes=30)
+    7
+    >>> seed(2**70)
+    Traceback (most recent call last):
+    ...
+    pytest_rlaudit.errors.InvalidArgumentError: seed must be an integer in [0, 9223372036854775807] ...
+    """
+    top = MAX_SEED - max(0, int(episodes) - 1)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > top:
+        return integer(name, value, minimum=0, maximum=top, error=error,
+                       why=" (episode i resets with env seed seed + i, a 64-bit integer)")
+    return integer(name, value, minimum=0, error=error)
 
 
 def number(name: str, value: Any, *, low: float = -math.inf, high: float = math.inf,
            low_open: bool = False, high_open: bool = False, why: str = "",
-           error: type[Exception] = ValueError) -> float:
+           error: type[Exception] = InvalidArgumentError) -> float:
     """``value`` as a float if it is a finite number within the bounds, else ``error``."""
     ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
     if ok:
@@ -45,6 +73,19 @@ def number(name: str, value: Any, *, low: float = -math.inf, high: float = math.
                     f"{bounds(low, high, low_open=low_open, high_open=high_open)}{why}, "
                     f"got {value!r}")
     return float(value)
+
+
+def confidence(value: Any) -> float:
+    """A confidence level, strictly between 0 and 1.
+
+    >>> confidence(0.9)
+    0.9
+    >>> confidence("0.9")
+    Traceback (most recent call last):
+    ...
+    pytest_rlaudit.errors.InvalidArgumentError: confidence must be a finite number in (0, 1), got '0.9'
+    """
+    return number("confidence", value, low=0, high=1, low_open=True, high_open=True)
 
 
 def bounds(low: float = -math.inf, high: float = math.inf, *, low_open: bool = False,
@@ -59,7 +100,7 @@ def _subject(name: str) -> str:
     return f"{name} " if name else ""
 
 
-def workers(value: Any, *, error: type[Exception] = ValueError) -> int | str | None:
+def workers(value: Any, *, error: type[Exception] = InvalidArgumentError) -> int | str | None:
     """A worker count as given: ``None``, ``"auto"`` or an integer >= 0 (text is parsed,
     for options and ini keys), else ``error``.
 
@@ -73,6 +114,6 @@ def workers(value: Any, *, error: type[Exception] = ValueError) -> int | str | N
             value = int(value.strip())
         except ValueError:
             pass
-    return integer("workers" if error is ValueError else "", value, minimum=0,
+    return integer("workers" if error is InvalidArgumentError else "", value, minimum=0,
                    why=' or "auto" (one worker process per core)', error=error)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "RLAuditError",
+    "InvalidArgumentError",
     "UnknownEnvError",
     "UnknownScenarioError",
     "PerturbationError",
@@ -24,6 +25,12 @@ __all__ = [
 
 class RLAuditError(Exception):
     """Base class of every pytest-rlaudit error."""
+
+
+class InvalidArgumentError(RLAuditError, ValueError):
+    """An argument of the wrong type or out of range (a seed, a confidence, an episode
+    count, a scenario listed twice); the message names the argument, what it takes and
+    what was given."""
 
 
 class UnknownEnvError(RLAuditError, LookupError):

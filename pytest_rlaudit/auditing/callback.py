@@ -18,7 +18,7 @@ timesteps: agent PPO does no better than random actions: ... would measure nothi
 >>> RobustnessCallback("CartPole-v1", audit_freq=0)
 Traceback (most recent call last):
 ...
-ValueError: audit_freq must be an integer >= 1 (timesteps between audits), got 0
+pytest_rlaudit.errors.InvalidArgumentError: audit_freq must be an integer >= 1 (timesteps between audits), got 0
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import integer, number
+from .._checks import confidence as check_confidence
+from .._checks import integer
 from .._optional import require
 from ..errors import AgentWarning, MisloadedAgentError, ReferenceScoreError
 from ..rollout.runner import check_workers
@@ -137,8 +138,7 @@ class RobustnessCallback(_callbacks.BaseCallback):
                             f"got {type(thresholds).__name__}")
         self.thresholds = thresholds
         self.workers = check_workers(workers)
-        self.confidence = number("confidence", confidence, low=0, high=1, low_open=True,
-                                 high_open=True)
+        self.confidence = check_confidence(confidence)
         if not isinstance(log_prefix, str) or not log_prefix.strip("/"):
             raise ValueError(f"log_prefix must be a non-empty string, got {log_prefix!r}")
         self.log_prefix = log_prefix.strip("/")

@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import confidence as check_confidence
 from .._checks import integer
+from .._checks import seed as check_seed
 from .._format import fixed, interval, p_value
 from .._seeding import stable_hash
 from ..rollout.runner import (
@@ -326,8 +328,8 @@ def audit(
     ['speed_5x']
     """
     episodes = check_episodes(episodes)
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    seed = check_seed(seed, episodes=episodes)
+    confidence = check_confidence(confidence)
     check_reference_arg(reference)
     run = partial(run_episodes, seed=seed, batch_size=batch_size, max_steps=max_steps,
                   workers=check_workers(workers), backend=check_backend(backend))

@@ -145,7 +145,7 @@ def tolerance_marker(marker: pytest.Mark | None, scenario: Any = None) -> dict[s
 
 def scenario_marker(marker: pytest.Mark) -> list[Any]:
     """The Scenarios an ``rl_scenario`` marker names, with its params applied to each."""
-    from ..errors import PerturbationError, UnknownScenarioError
+    from ..errors import InvalidArgumentError, PerturbationError, UnknownScenarioError
     from ..world import scenarios as registry  # the registry imports gymnasium: only when used
 
     if not marker.args:
@@ -159,7 +159,10 @@ def scenario_marker(marker: pytest.Mark) -> list[Any]:
             out.append(scenario.with_params(**marker.kwargs) if marker.kwargs else scenario)
         except (UnknownScenarioError, PerturbationError, TypeError) as exc:
             raise MarkerError(f"@pytest.mark.rl_scenario: {exc}") from None
-    return out
+    try:
+        return list(registry.check_unique(out))
+    except InvalidArgumentError as exc:  # two items with one id would audit it twice
+        raise MarkerError(f"@pytest.mark.rl_scenario: {exc}") from None
 
 
 def parametrize(metafunc: pytest.Metafunc, enabled: bool) -> None:

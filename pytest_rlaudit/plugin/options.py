@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .._checks import integer, number, workers
+from .._checks import integer, number, seed, workers
 from ..auditing.tolerances import Tolerance, parse_tolerance  # light: no numpy
 from ..stats.ratings import MODES, RATINGS  # light: standard library only
 
@@ -40,7 +40,16 @@ def _integer(minimum: int, why: str = "") -> Callable[[str], int]:
 
 
 _episodes = _integer(2, " (paired episodes)")
-_seed = _integer(0)
+
+
+def _seed(text: str) -> int:
+    try:
+        value: Any = int(text)
+    except (TypeError, ValueError):
+        value = text
+    return seed(value, name="", error=argparse.ArgumentTypeError)
+
+
 _batch_size = _integer(1)
 
 

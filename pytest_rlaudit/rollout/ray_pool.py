@@ -36,6 +36,7 @@ from time import perf_counter
 from typing import Any
 
 from .._checks import integer
+from .._checks import seed as check_seed
 from .._optional import require
 from ..world.agents import Policy
 from ..world.envs import AuditEnv
@@ -109,7 +110,7 @@ def run_pool_on_ray(
         return _run_pool(policy, env, scenarios, indices, seed=seed, batch_size=batch_size,
                          max_steps=max_steps, record=record)
     # Checked here so that a typo fails at once, not after Ray and the actors have started.
-    integer("seed", seed, minimum=0)
+    check_seed(seed, episodes=max(indices) + 1)
     if batch_size is not None:
         integer("batch_size", batch_size, minimum=1)
     integer("max_steps", max_steps, minimum=1)

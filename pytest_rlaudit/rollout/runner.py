@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import integer
+from .._checks import seed as check_seed
 from .._seeding import POLICY_STREAM, episode_seed_sequence
 from ..errors import RolloutCapWarning, RolloutError
 from ..world.agents import Policy
@@ -38,6 +39,7 @@ from ..world.envs import AuditEnv
 from ..world.reuse import reset_is_exact
 from ..world.scenarios import NOMINAL, Scenario
 from .batches import EpisodeBatch
+from .budget import check_budget
 from .checks import ActionChecker, all_finite, check_obs, show
 from .shards import run_forked, split
 from .slots import Finished, Job, Reply, SlotGroup, attach_policy, stack, where
@@ -96,8 +98,11 @@ def run_episodes(
     Scenarios sized by the observations' spread (``needs_spread``, such as ``obs_noise``)
     are calibrated on the nominal episodes of the same indices: those run first (with the
     other scenarios, in one pool; added if not asked for), then the calibrated ones.
-    Each batch's ``params`` say what its scenario ran with.
+    Each batch's ``params`` say what its scenario ran with. A count too large for this
+    machine's memory is refused before anything runs (:func:`~.budget.check_budget`).
     """
+    if isinstance(episodes, (int, np.integer)) and not isinstance(episodes, bool):
+        check_budget(int(episodes), len(scenarios))
     pool = _pool(workers, backend)
     later = [s for s in scenarios if s.needs_spread]
     if not later:
@@ -166,7 +171,7 @@ def _run_pool(
         raise ValueError(f"episodes must be a count >= 1 or non-negative indices, got {episodes!r}")
     if not scenarios:
         raise ValueError("run_episodes needs at least one scenario")
-    seed = integer("seed", seed, minimum=0)
+    seed = check_seed(seed, episodes=max(indices) + 1)
     batch_size = integer("batch_size", DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
                          minimum=1)
     integer("max_steps", max_steps, minimum=1)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from scipy import stats as _scipy_stats
 
+from .._checks import confidence as check_confidence
 from ..errors import ReferenceScoreError
 
 __all__ = ["check_returns", "check_reference", "ratio", "paired_ratio_ci", "ratio_change_ci",
@@ -103,8 +104,7 @@ def paired_ratio_ci(
     (1.0, 1.0)
     """
     n, p = _pair(nominal, perturbed)
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    confidence = check_confidence(confidence)
     point = ratio(n, p, reference)
     residual = (p - reference) - point * (n - reference)
     if np.abs(residual).max() <= 1e-12 * max(1.0, np.abs(p).max(), np.abs(n).max()):
@@ -168,8 +168,7 @@ def ratio_change_ci(
     if len({len(a) for a in arrays}) != 1 or len(arrays[0]) < 2:
         raise ValueError("ratio_change_ci needs four paired arrays of the same length >= 2 "
                          f"(got lengths {[len(a) for a in arrays]})")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    confidence = check_confidence(confidence)
     bn, bp, cn, cp = arrays
     point = ratio(cn, cp, reference) - ratio(bn, bp, base_reference)
     if all(np.array_equal(x, y) for x, y in ((bn, cn), (bp, cp))) and base_reference == reference:

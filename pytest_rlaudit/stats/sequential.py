@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as _st
 
+from .._checks import confidence as check_confidence
 from .paired import check_reference
 from .ratings import MODES
 
@@ -82,8 +83,7 @@ def look_bounds(looks: Sequence[int], confidence: float = 0.95,
     steps = tuple(int(n) for n in looks)
     if not steps or steps[0] < 1 or any(b <= a for a, b in itertools.pairwise(steps)):
         raise ValueError(f"looks must be increasing positive episode counts, got {list(looks)}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    confidence = check_confidence(confidence)
     return np.array(_bounds(steps, 1.0 - float(confidence), float(gamma)))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._capture import notify, shared_cache
+from .._checks import confidence as check_confidence
 from .._checks import number
 from .._format import clip, fixed, interval
 from ..auditing.reference import check_reference_arg, random_returns, reference_score
@@ -348,7 +349,7 @@ def _checked_arguments(mode: str, min_ratio: Any, min_rating: Any, episodes: Any
             raise ValueError(f"max_episodes ({max_episodes}) must be >= episodes ({episodes})")
     elif target_ci_width is not None:
         raise ValueError("target_ci_width needs max_episodes: the most episodes to spend on it")
-    number("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
+    check_confidence(confidence)
     if target_ci_width is not None:
         number("target_ci_width", target_ci_width, low=0, low_open=True)
     return min_ratio, episodes, max_episodes

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
-from ..errors import PerturbationError, UnknownScenarioError
+from ..errors import InvalidArgumentError, PerturbationError, UnknownScenarioError
 from . import perturbations as P
 from .schedules import Schedule
 
@@ -38,6 +38,7 @@ __all__ = [
     "EXTRAS",
     "DEFAULT",
     "get",
+    "check_unique",
     "names",
     "register",
     "resolve",
@@ -268,16 +269,28 @@ def resolve(items: ScenarioLike | Iterable[ScenarioLike] | None) -> tuple[Scenar
         items = DEFAULT
     if isinstance(items, (str, Scenario, Schedule)):
         items = [items]
-    out = [as_scenario(item) for item in items]
+    return check_unique([as_scenario(item) for item in items])
+
+
+def check_unique(scenarios: Iterable[Scenario]) -> tuple[Scenario, ...]:
+    """``scenarios`` if no name appears twice (results are keyed by name, so a repeat would
+    run twice and report once), else an :class:`~pytest_rlaudit.errors.InvalidArgumentError`.
+
+    >>> check_unique(resolve(["jitter"]) * 2)
+    Traceback (most recent call last):
+    ...
+    pytest_rlaudit.errors.InvalidArgumentError: scenario 'jitter' is listed twice; each name may appear once.
+    """
+    out = tuple(scenarios)
     seen: set[str] = set()
     for s in out:
         if s.name in seen:
             hint = (" Name each schedule: schedule.as_scenario('a_name')."
                     if s.schedule is not None else "")
-            raise ValueError(f"scenario {s.name!r} is listed twice; each name may appear "
-                             f"once.{hint}")
+            raise InvalidArgumentError(f"scenario {s.name!r} is listed twice; each name may "
+                                       f"appear once.{hint}")
         seen.add(s.name)
-    return tuple(out)
+    return out
 
 
 def check_applicable(scenarios: Iterable[Scenario], make_env: Callable[[], gym.Env]) -> None:

@@ -179,6 +179,9 @@ def test_precedence_is_marker_then_command_line_then_ini(tester: pytest.Pytester
     (("--rl-episodes", "1"), "argument --rl-episodes: must be an integer >= 2*got 1"),
     (("--rl-episodes", "abc"), "argument --rl-episodes: must be an integer >= 2 (paired episodes), got 'abc'"),
     (("--rl-seed", "-1"), "argument --rl-seed: must be an integer >= 0, got -1"),
+    (("--rl-seed", str(2**70)),
+     "argument --rl-seed: must be an integer in [[]0, 9223372036854775807] (episode i resets "
+     "with env seed seed + i, a 64-bit integer), got 1180591620717411303424"),
     (("--rl-reference", "best"), "argument --rl-reference: must be a number or 'random', got 'best'"),
     (("--rl-reference", "nan"), "argument --rl-reference: must be a finite number or 'random'*"),
     (("--rl-min-ratio", "3"), "argument --rl-min-ratio: must be a finite number in (0, 2], got 3.0"),
@@ -358,7 +361,9 @@ def test_a_bad_marker_is_a_collection_error_that_says_which(
      ["rl_scenario(*names, **params) needs at least one scenario name", "known: "]),
     ('@pytest.mark.rl_scenario("jitter", jiter=2)',
      ["scenario 'jitter' has no parameter 'jiter'", "its parameters are: base, jitter"]),
-], ids=["unknown-name", "no-names", "unknown-param"])
+    ('@pytest.mark.rl_scenario("jitter", "delay", "jitter")',
+     ["scenario 'jitter' is listed twice; each name may appear once."]),
+], ids=["unknown-name", "no-names", "unknown-param", "twice"])
 def test_a_bad_rl_scenario_marker_is_a_collection_error_with_rl_audit(
         pytester: pytest.Pytester, marker: str, fragments: list[str]):
     pytester.makepyfile(test_bad=f"""
