@@ -28,11 +28,19 @@ from typing import Any
 from ..errors import BaselineError
 from .records import RecordError, validate
 
-__all__ = ["BASELINE_SCHEMA", "KIND", "baseline_document", "write_baseline", "load_baseline",
+__all__ = ["BASELINE_SCHEMA", "SCHEMAS", "KIND", "baseline_document", "write_baseline", "load_baseline",
            "check_writable", "machine_info"]
 
-#: Version of the baseline layout; files of a newer schema are refused, not misread.
+#: Version of the baseline layout this version writes.
 BASELINE_SCHEMA = 1
+#: The layouts it reads; any other (a newer one, or a number no version wrote) is refused,
+#: not misread.
+SCHEMAS = (1,)
+#: The JSON types of the top-level fields besides ``results``, checked when present.
+_TOP: dict[str, tuple[type, ...]] = {
+    "complete": (bool,), "incomplete": (str, type(None)), "missing": (list,),
+    "options": (dict,), "version": (str,), "created": (str,), "machine": (dict,),
+}
 KIND = "pytest-rlaudit baseline"
 #: What every saved result must carry for a paired comparison.
 _PACKAGES = ("numpy", "scipy", "gymnasium", "torch", "stable-baselines3", "sb3-contrib",
@@ -94,6 +102,10 @@ def check_writable(path: str | os.PathLike[str]) -> None:
                                 "save elsewhere.") from None
 
 
+_JSON = {bool: "true or false", str: "a string", type(None): "null", list: "a list",
+         dict: "an object"}
+
+
 def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read and check a baseline; anything malformed is a :class:`BaselineError` that
     names the file, the problem and the fix."""
@@ -115,16 +127,31 @@ def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise BaselineError(f"{source} is not a pytest-rlaudit baseline (no \"kind\": "
                             f"\"{KIND}\"); {fix}")
     schema = doc.get("schema")
-    if not isinstance(schema, int) or schema > BASELINE_SCHEMA:
-        raise BaselineError(f"baseline {source} has schema {schema!r}; this pytest-rlaudit "
-                            f"reads schema {BASELINE_SCHEMA} or older: upgrade it or {fix}")
+    if type(schema) is not int or schema not in SCHEMAS:  # bool is an int, and no schema
+        newer = type(schema) is int and schema > max(SCHEMAS)
+        raise BaselineError(
+            f"baseline {source} has schema {schema!r}, " + (
+                "from a newer pytest-rlaudit: upgrade pytest-rlaudit or " if newer else
+                "which no pytest-rlaudit writes: ")
+            + f"{fix} (this version reads schema {', '.join(map(str, SCHEMAS))})")
+    for key, kinds in _TOP.items():
+        value = doc.get(key)
+        if key in doc and (not isinstance(value, kinds)
+                           or (isinstance(value, bool) and bool not in kinds)):
+            raise BaselineError(f"baseline {source}: {key!r} is {_JSON.get(type(value), 'a number')}"
+                                f", not {' or '.join(_JSON[k] for k in kinds)}; {fix}")
     results = doc.get("results")
     if not isinstance(results, list):
         raise BaselineError(f"baseline {source} has no results list; {fix}")
+    seen: set[str] = set()
     for i, rec in enumerate(results):
         try:
             validate(rec)
         except RecordError as exc:
             raise BaselineError(f"baseline {source}: result {i} {exc}; {fix}") from None
+        if rec["nodeid"] in seen:  # which of the two would a comparison pair with?
+            raise BaselineError(f"baseline {source} holds test {rec['nodeid']} twice (saved "
+                                f"with every attempt of a rerun?); {fix}")
+        seen.add(rec["nodeid"])
     doc.setdefault("complete", True)
     return doc

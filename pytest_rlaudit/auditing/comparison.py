@@ -15,7 +15,11 @@ than a tolerance:
   or ``ratio:5%`` (relative).
 
 A significant drop within the tolerance is reported as ``worse``, a significant rise as
-``improved``, the rest as ``same``. Any regression means *hold*; otherwise *ship*.
+``improved``, the rest as ``same``. The decision (:attr:`Comparison.decision`, the one
+place every view and :func:`~pytest_rlaudit.verdicts.assert_no_regression` read it from):
+*hold* when anything regressed or could not be paired; *inconclusive* when the gate could
+not have failed (nothing was paired, or too few episodes for a drop beyond a ``return``
+tolerance to be significant); *ship* only otherwise; *report* when no tolerance was given.
 
 >>> import numpy as np
 >>> base, cand = np.full(10, 500.0), np.full(10, 500.0)
@@ -119,24 +123,60 @@ class Comparison:
         return [c for c in self.changes if c.status in ("regressed", "worse")]
 
     @property
+    def inconclusive(self) -> str | None:
+        """Why this comparison could not have found a regression, in one line that says
+        what to do; None when it could have. Nothing paired (the baseline shares no test
+        with this run, or one of them has no results), or a ``return`` tolerance that no
+        drop could exceed significantly with this few episodes (:attr:`power_note`)."""
+        if not self.changes and not self.mismatches:
+            return f"nothing was compared: {self._unpaired()}"
+        blind = [str(t) for t in self.tolerances if t.metric == "return"]
+        if blind and self.power_note:
+            return f"{', '.join(blind)} could not fail: {self.power_note}"
+        return None
+
+    def _unpaired(self) -> str:
+        """Why no result of this run was paired with the baseline, and what to do."""
+        if not self.new and not self.missing:
+            return "neither the baseline nor this run has audit results"
+        if not self.missing:
+            return ("the baseline holds no results; save it again with --rl-save from a run "
+                    "that audits")
+        if not self.new:
+            return (f"this run has no audit results and the baseline {len(self.missing)} "
+                    "(are the audit tests selected, and --rl-audit given?)")
+        return (f"the baseline shares no test with this run (baseline: {_some(self.missing)}; "
+                f"this run: {_some(self.new)}); check the baseline's node ids, and pass the "
+                "baseline as --rl-compare=PATH (in the form '--rl-compare PATH' pytest can take "
+                "PATH for a test path, which renames every test)")
+
+    @property
     def decision(self) -> str:
-        """``"hold"`` when anything regressed or could not be compared; ``"report"`` when no
-        tolerance was given, so nothing was gated; else ``"ship"``."""
+        """``"hold"`` when anything regressed or could not be paired; ``"report"`` when no
+        tolerance was given, so nothing was gated; ``"inconclusive"`` when the gate could
+        not have failed (:attr:`inconclusive` says why); else ``"ship"``."""
         if self.regressions or self.mismatches:
             return "hold"
-        return "ship" if self.tolerances else "report"
+        if not self.tolerances:
+            return "report"
+        return "inconclusive" if self.inconclusive else "ship"
 
     def summary(self) -> str:
         """One line: the decision and why (the rows say by how much)."""
         tolerances = ", ".join(map(str, self.tolerances))
-        if self.decision == "report":
+        decision = self.decision
+        if decision == "report":
             drops = list(dict.fromkeys(f"{c.key} ({c.metric})" for c in self.drops))
             found = (f"{len(self.drops)} significant drop(s): {', '.join(drops)}" if drops
                      else f"no significant drop in {len(self.changes)} comparisons")
+            if not self.changes:
+                found = f"nothing was compared: {self._unpaired()}"
             note = f" (note: {self.power_note})" if self.power_note else ""
             return (f"report only: no fail tolerance was given (--rl-compare-fail), so nothing "
                     f"was gated; {found}{note}")
-        if self.decision == "ship":
+        if decision == "inconclusive":
+            return f"inconclusive: {self.inconclusive}"
+        if decision == "ship":
             better = f"; {len(self.improvements)} improved" if self.improvements else ""
             note = f" (note: {self.power_note})" if self.power_note else ""
             return (f"ship: no significant regression beyond {tolerances} in "
@@ -161,8 +201,9 @@ class Comparison:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"decision": self.decision, "alpha": self.alpha, "power_note": self.power_note,
-                "tolerances": [str(t) for t in self.tolerances],
+        return {"decision": self.decision, "summary": self.summary(),
+                "inconclusive": self.inconclusive, "alpha": self.alpha,
+                "power_note": self.power_note, "tolerances": [str(t) for t in self.tolerances],
                 "changes": [c.to_dict() for c in self.changes], "mismatches": self.mismatches,
                 "new": self.new, "missing": self.missing}
 
@@ -305,6 +346,12 @@ def _pairing_problem(base: dict[str, Any], rec: dict[str, Any]) -> str | None:
                 f"{base.get('params') or ''}, this run {rec.get('scenario')!r} "
                 f"{rec.get('params') or ''}")
     return None
+
+
+def _some(names: Sequence[str], shown: int = 2) -> str:
+    """``a, b and 3 more``: a few names of a list that may be long."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _seeds(seeds: Sequence[int]) -> str:

@@ -2,8 +2,10 @@
 
 Thin by design: options live in :mod:`.options`, markers in :mod:`.markers`, fixtures in
 :mod:`.fixtures`, the run's state in :mod:`.session`, baselines in :mod:`.baselines`,
-JUnit in :mod:`.junit` and xdist in :mod:`.xdist`. Loading it imports nothing heavy, so
-installing the plugin costs test runs that never audit nothing.
+JUnit in :mod:`.junit`, xdist in :mod:`.xdist`, the reporting boundary (destinations
+checked at start, reporting errors that never cost pytest's summary) in :mod:`.reporting`.
+Loading it imports nothing heavy, so installing the plugin costs test runs that never
+audit nothing.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from .baselines import BaselineGate
 from .fixtures import rl_agent, rl_audit, rl_env, rl_scenario  # registered as the plugin's
 from .markers import MARKERS, parametrize
 from .options import add_options
+from .reporting import check_destinations
 from .session import AuditSession
-from .xdist import XdistHooks
+from .xdist import XdistHooks, is_worker
 
 __all__ = ["rl_agent", "rl_env", "rl_scenario", "rl_audit"]
 
@@ -28,6 +31,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     session = AuditSession(config)
+    if not is_worker(config):  # before any audit runs: the controller alone writes
+        check_destinations(session.settings)
     config.pluginmanager.register(session, "rlaudit-session")
     config.pluginmanager.register(BaselineGate(session), "rlaudit-baselines")
     if config.pluginmanager.hasplugin("xdist"):

@@ -1,7 +1,10 @@
 """``--rl-save``, ``--rl-compare`` and ``--rl-compare-fail``: the run against a baseline.
 
-The controller alone loads, compares and writes (xdist workers only audit). A regression
-or an unpairable result fails the run the pytest way (``session.testsfailed += 1``).
+The controller alone loads, compares and writes (xdist workers only audit). A regression,
+an unpairable result, or with ``--rl-compare-fail`` a comparison that could not have failed
+(``INCONCLUSIVE``: nothing paired, or too few episodes) fails the run the pytest way
+(``session.testsfailed += 1``). ``--rl-save``'s target is checked at ``pytest_configure``
+(:mod:`.reporting`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from .reporting import guarded
 from .xdist import is_worker
 
 __all__ = ["BaselineGate"]
@@ -26,23 +30,20 @@ class BaselineGate:
         self.saved: str | None = None  # what --rl-save did, for the terminal
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """Check --rl-save's target and load --rl-compare's baseline before anything runs."""
+        """Load --rl-compare's baseline before anything runs."""
         if is_worker(session.config):
             return
-        save, compare = self.settings.save, self.settings.compare
+        compare = self.settings.compare
         if self.settings.compare_fail and not compare:
             raise pytest.UsageError("--rl-compare-fail needs --rl-compare PATH (the baseline to "
                                     "compare with)")
-        if not (save or compare):
+        if not compare:
             return
-        from ..auditing.baselines import check_writable, load_baseline
+        from ..auditing.baselines import load_baseline
         from ..errors import BaselineError
 
         try:
-            if save:
-                check_writable(save)
-            if compare:
-                self.baseline = load_baseline(compare)
+            self.baseline = load_baseline(compare)
         except BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
         options = (self.baseline or {}).get("options") or {}
@@ -65,16 +66,21 @@ class BaselineGate:
         from ..auditing.comparison import compare_records
         from ..reports.rows import order_key
 
-        records = sorted(self.audits.records, key=order_key)
-        self.comparison = compare_records(self.baseline["results"], records,
-                                          self.settings.compare_fail)
-        if self.comparison.regressions or self.comparison.mismatches:
-            session.testsfailed += 1
+        with guarded(self.audits, f"comparing with the baseline {self.settings.compare}",
+                     session):
+            records = sorted(self.audits.records, key=order_key)
+            self.comparison = compare_records(self.baseline["results"], records,
+                                              self.settings.compare_fail)
+            # "report" gates nothing; "inconclusive" could not have failed, which the user
+            # who gave --rl-compare-fail must hear as a failure, never as a pass
+            if self.comparison.decision in ("hold", "inconclusive"):
+                session.testsfailed += 1
 
     @pytest.hookimpl(tryfirst=True)  # with the report files, before junitxml writes its file
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.settings.save and not is_worker(session.config):
-            self._save(session, exitstatus)
+            with guarded(self.audits, f"saving the baseline to {self.settings.save}", session):
+                self._save(session, exitstatus)
 
     @pytest.hookimpl(trylast=True)  # after the rl audit section
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -85,11 +91,34 @@ class BaselineGate:
             from .terminal import write_lines
 
             terminalreporter.section("rl audit comparison", sep="=", bold=True)
-            write_lines(terminalreporter, comparison_section(
-                self.comparison, self.baseline or {}, str(self.settings.compare)))
+            errors = len(self.audits.report_errors)
+            with guarded(self.audits, "the rl audit comparison section"):
+                hint = self._path_hint(terminalreporter.config)
+                write_lines(terminalreporter, comparison_section(
+                    self.comparison, self.baseline or {}, str(self.settings.compare))
+                    + ([[(f"hint: {hint}", "warn")]] if hint else []))
+            write_lines(terminalreporter, [[(f"error: {e}", "error")]
+                                           for e in self.audits.report_errors[errors:]])
         if self.saved:
             terminalreporter.write_sep("-", f"rl audit baseline: {self.saved}",
                                        yellow="PARTIAL" in self.saved or "nothing" in self.saved)
+
+    def _path_hint(self, config: pytest.Config) -> str | None:
+        """When nothing was paired and --rl-compare was written as two words with a file
+        outside this folder: pytest read that file as a test path too when it chose its
+        rootdir (before the plugin's options are known), which renamed every test."""
+        if self.comparison.changes or self.comparison.mismatches or config.option.rootdir:
+            return None
+        args = list(config.invocation_params.args)
+        if "--rl-compare" not in args[:-1]:
+            return None
+        given = args[args.index("--rl-compare") + 1]
+        target = (config.invocation_params.dir / given).resolve()
+        if config.invocation_params.dir.resolve() in target.parents:
+            return None
+        return (f"pytest read '--rl-compare {given}' as a test path too when it chose its "
+                f"rootdir ({config.rootpath}), so every test has another node id than in the "
+                f"baseline: write --rl-compare={given}")
 
     def _save(self, session: pytest.Session, exitstatus: int) -> None:
         """Write --rl-save's baseline; a partial run is saved marked and said to be partial."""

@@ -22,6 +22,7 @@ from .._capture import capture_checks
 from . import fixtures, junit
 from .items import ScenarioCollector, is_hypothesis_test, is_rl_item
 from .options import Settings
+from .reporting import guarded
 from .terminal import write_lines
 from .xdist import is_worker
 
@@ -29,6 +30,7 @@ __all__ = ["AuditSession", "RECORD_KEY"]
 
 RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 CHECKS_KEY = pytest.StashKey[list[Any]]()
+PROPERTIES_KEY = pytest.StashKey[list[tuple[str, str]]]()  # the JUnit properties we added
 
 
 class AuditSession:
@@ -43,22 +45,43 @@ class AuditSession:
         self.cache: dict[Any, Any] = {}  # nominal and reference rollouts, per process
         self._policies: dict[Any, tuple[Any, Any]] = {}
         self._default_env: Any = None
-        self.order: dict[str, int] = {}  # collection order: rows follow it, on any worker
+        # definition order (collection order before any plugin reorders): rows follow it,
+        # on any worker, under pytest-randomly's shuffles too
+        self.order: dict[str, int] = {}
+        self._defined: dict[str, int] = {}
+        self.session: pytest.Session | None = None
+        self.report_errors: list[str] = []  # reporting steps that failed (reporting.guarded)
         self.lost: list[dict[str, str]] = []  # audits lost with a crashed xdist worker
         self.expected: list[str] = []  # audit items that should each leave a record
         self.errors: list[dict[str, Any]] = []  # audit tests that failed without a result
         self._overridden: set[str] = set()  # rl_agent / rl_env overrides already warned of
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.order = {item.nodeid: i for i, item in enumerate(session.items)}
+        late = len(self._defined)  # items another plugin added after us: in run order
+        self.order = {item.nodeid: self._defined.get(item.nodeid, late + i)
+                      for i, item in enumerate(session.items)}
         if self.enabled:
             self.expected = [item.nodeid for item in session.items if is_rl_item(item)]
 
     # ------------------------------------------------------------------ collection
 
-    @pytest.hookimpl(tryfirst=True)
+    # A wrapper, and registered after every plugin loaded from an entry point or -p: it runs
+    # before pytest-randomly's (a tryfirst wrapper too) shuffles the items, so the order it
+    # notes is the definition order, the same whatever the seed.
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
-                                      items: list[pytest.Item]) -> None:
+                                      items: list[pytest.Item]):
+        self._defined = {item.nodeid: i for i, item in enumerate(items)}
+        self._skip_or_generate(session, items)
+        self._defined.update({item.nodeid: i for i, item in enumerate(items)
+                              if item.nodeid not in self._defined})
+        yield
+
+    def _skip_or_generate(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        """Skip audit items without --rl-audit; add the zero-config items."""
         audit_items = [item for item in items if is_rl_item(item)]
         if not self.enabled:
             skip = pytest.mark.skip(reason="RL audit test: run it with --rl-audit "
@@ -250,33 +273,52 @@ class AuditSession:
 
     # ------------------------------------------------------------------- reporting
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """A new attempt at the test (pytest-rerunfailures runs the same item again): an
+        earlier attempt's record and JUnit properties must not stick to one that may run
+        no audit."""
+        for key in (RECORD_KEY, CHECKS_KEY):
+            if key in item.stash:
+                del item.stash[key]
+        added = item.stash.get(PROPERTIES_KEY, [])
+        item.user_properties[:] = [p for p in item.user_properties
+                                   if not any(p is q for q in added)]
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
         record = item.stash.get(RECORD_KEY, None) if call.when == "call" else None
         checks = item.stash.get(CHECKS_KEY, None) if call.when == "call" else None
-        if record is None and checks:
-            record = captured_record(item, checks, failed=call.excinfo is not None)
-            record["order"] = self.order.get(item.nodeid, len(self.order))
-            if self.settings.videos and not record["passed"]:
-                from .videos import NOT_FILMED
+        with guarded(self, f"the rl audit record of {item.nodeid}", item.session):
+            if record is None and checks:
+                record = captured_record(item, checks, failed=call.excinfo is not None)
+                record["order"] = self.order.get(item.nodeid, len(self.order))
+                if self.settings.videos and not record["passed"]:
+                    from .videos import NOT_FILMED
 
-                record["video"] = {"skipped": NOT_FILMED}
-        if record is not None:  # before the report exists: JUnit reads user_properties
-            item.user_properties.extend(junit.properties(record))
+                    record["video"] = {"skipped": NOT_FILMED}
+            if record is not None:  # before the report exists: JUnit reads user_properties
+                item.stash[PROPERTIES_KEY] = junit.properties(record)
+                item.user_properties.extend(item.stash[PROPERTIES_KEY])
         outcome = yield
         report = outcome.get_result()
         if record is not None:
             report.rl_audit = json.dumps(record)
-            if report.failed and record["diagnosis"]:
-                from ..reports.terminal import diagnosis_text
+            with guarded(self, f"the rl audit lines of {item.nodeid}", item.session):
+                from ..reports.terminal import diagnosis_text, scenario_line
 
-                report.sections.append(("rl audit diagnosis", diagnosis_text(record)))
+                if report.failed and record["diagnosis"]:
+                    report.sections.append(("rl audit diagnosis", diagnosis_text(record)))
+                elif report.passed:  # what pytest-html and -rP show of a passed audit
+                    report.sections.append(("rl audit", scenario_line(record)))
         elif report.failed and self.enabled and is_rl_item(item):
             # an audit that left no result: the reports list it, in collection order
             report.rl_error = self.order.get(item.nodeid, len(self.order))
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.outcome == "rerun":  # pytest-rerunfailures: only the last attempt counts
+            return
         if getattr(report, "rl_error", None) is not None:
             crash = getattr(report.longrepr, "reprcrash", None)
             message = crash.message if crash is not None else str(report.longrepr)
@@ -289,16 +331,19 @@ class AuditSession:
             return
         from ..auditing.records import validate
 
-        record = validate(json.loads(data))  # from this process or an xdist worker
-        record["outcome"] = (("xfailed" if report.skipped else "xpassed")
-                             if hasattr(report, "wasxfail") else report.outcome)
-        self.records.append(record)
-        if self.config.getoption("verbose") > 0 and not is_worker(self.config):
-            writer = self.config.pluginmanager.get_plugin("terminalreporter")
-            if writer is not None:
-                from ..reports.terminal import progress_line
+        with guarded(self, f"reading the rl audit record of {report.nodeid}"):
+            record = validate(json.loads(data))  # from this process or an xdist worker
+            record["outcome"] = (("xfailed" if report.skipped else "xpassed")
+                                 if hasattr(report, "wasxfail") else report.outcome)
+            # one record per test: the last attempt of one run more than once
+            self.records = [r for r in self.records if r["nodeid"] != record["nodeid"]]
+            self.records.append(record)
+            if self.config.getoption("verbose") > 0 and not is_worker(self.config):
+                writer = self.config.pluginmanager.get_plugin("terminalreporter")
+                if writer is not None:
+                    from ..reports.terminal import progress_line
 
-                write_lines(writer, [progress_line(record)])
+                    write_lines(writer, [progress_line(record)])
 
     def scenario_of(self, nodeid: str) -> str | None:
         """The scenario an audit item's node id names (``rl-audit::jitter``,
@@ -324,13 +369,16 @@ class AuditSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config):
             return
-        if not (self.records or self.lost or self.errors or self.report_paths):
+        if not (self.records or self.lost or self.errors or self.report_paths
+                or self.report_errors):
             return
         from ..reports.terminal import audit_section
 
         terminalreporter.section("rl audit", sep="=", bold=True)
-        write_lines(terminalreporter, audit_section(self.records, lost=self.lost,
-                                                    errors=self.errors))
+        with guarded(self, "the rl audit section"):
+            write_lines(terminalreporter, audit_section(self.records, lost=self.lost,
+                                                        errors=self.errors))
+        write_lines(terminalreporter, [[(f"error: {e}", "error")] for e in self.report_errors])
         if self.report_paths:
             terminalreporter.write_sep(
                 "-", f"rl audit report: {', '.join(str(p) for p in self.report_paths)}")
@@ -341,17 +389,19 @@ class AuditSession:
             return
         gate = self.config.pluginmanager.get_plugin("rlaudit-baselines")
         if self.settings.report:  # always: a CI artifact step expects the folder
-            from .. import __version__
-            from ..reports.summary import summary, write_report
+            with guarded(self, f"writing the report to {self.settings.report}", session):
+                from .. import __version__
+                from ..reports.summary import summary, write_report
 
-            extra: dict[str, Any] = {"seed": self.settings.seed, "lost": self.lost,
-                                     "errors": self.errors}
-            if not self.enabled:
-                extra["note"] = "audit tests were skipped: run with --rl-audit"
-            extra.update(gate.summary_extra())
-            doc = summary(self.records, version=__version__, extra=extra)
-            self.report_paths = write_report(doc, self.settings.report)
-        junit.add_suite_properties(self.config, self.records, gate.comparison)
+                extra: dict[str, Any] = {"seed": self.settings.seed, "lost": self.lost,
+                                         "errors": self.errors}
+                if not self.enabled:
+                    extra["note"] = "audit tests were skipped: run with --rl-audit"
+                extra.update(gate.summary_extra())
+                doc = summary(self.records, version=__version__, extra=extra)
+                self.report_paths = write_report(doc, self.settings.report)
+        with guarded(self, "the JUnit suite properties", session):
+            junit.add_suite_properties(self.config, self.records, gate.comparison)
 
 
 def captured_record(item: pytest.Item, checks: list[Any], failed: bool) -> dict[str, Any]:

@@ -252,12 +252,15 @@ def _video(video: dict[str, Any], directory: Path) -> str:
 
 def _comparison(comparison: dict[str, Any]) -> str:
     """The comparison with a baseline: the decision, then every compared row."""
-    decision = {"ship": "ship", "hold": "hold"}.get(comparison["decision"], "report only")
+    decision = {"ship": "ship", "hold": "hold", "inconclusive": "inconclusive"}.get(
+        comparison["decision"], "report only")
     tolerances = ", ".join(comparison["tolerances"]) or "none (report only: nothing was gated)"
     out = [f"<h2>Compared with the baseline: {_e(decision)}</h2>",
            f"<p>Baseline <code>{_e(comparison.get('baseline', '?'))}</code>; fail tolerances: "
            f"{_e(tolerances)}.</p>"]
-    if comparison.get("power_note"):
+    if comparison.get("summary"):
+        out.append(f"<p><strong>{_e(comparison['summary'])}</strong></p>")
+    if comparison.get("power_note") and comparison["decision"] != "inconclusive":
         out.append(f'<p class="note">{_e(comparison["power_note"])}</p>')
     if comparison["changes"]:
         out.append("<table><tr><th>test</th><th>scenario</th><th>metric</th><th>baseline</th>"

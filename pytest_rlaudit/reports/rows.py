@@ -19,9 +19,12 @@ __all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows",
            "mix_fix"]
 
 
-def order_key(rec: dict[str, Any]) -> tuple[int, str]:
-    """Collection order (the same on every xdist worker), then node id."""
-    return (rec.get("order", 0), rec["nodeid"])
+def order_key(rec: dict[str, Any]) -> tuple[int, str, str, str, str]:
+    """Where the test is defined (``order``: collection order before any plugin such as
+    pytest-randomly reorders it, the same on every xdist worker and for every seed), then
+    the record's identity: never the order in which the tests happened to run."""
+    return (rec.get("order", 0), rec.get("nodeid", ""), rec.get("agent", ""), rec.get("env", ""),
+            rec.get("scenario", ""))
 
 
 def short_diagnosis(rec: dict[str, Any]) -> str:
@@ -83,7 +86,7 @@ def mix_fix(records: Sequence[dict[str, Any]]) -> str | None:
     'ScenarioMix(gym.make("CartPole-v1"), ["nominal", "spike"])'
     """
     names = list(dict.fromkeys(
-        r["scenario"] for r in sorted(records, key=lambda r: r.get("order", 0))
+        r["scenario"] for r in sorted(records, key=order_key)
         if r.get("mixable") and r["rating"] in ("FAIL", "DEGRADED")))
     if not names:
         return None

@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._format import fixed, interval
-from .rows import gated, order_key, table_rows, tolerance_text
+from .rows import gated, order_key, rating_cell, table_rows, tolerance_text
 from .summary import aggregates
 
-__all__ = ["Line", "audit_section", "comparison_section", "diagnosis_text", "progress_line"]
+__all__ = ["Line", "audit_section", "comparison_section", "diagnosis_text", "progress_line",
+           "scenario_line"]
 
 Line = list[tuple[str, str]]
 
@@ -93,18 +94,26 @@ def comparison_section(comparison: Any, baseline: dict[str, Any], path: str) -> 
         lines.append([(f"new (not in the baseline): {', '.join(c.new)}", "")])
     if c.missing:
         lines.append([(f"in the baseline, not in this run: {', '.join(c.missing)}", "")])
-    if c.power_note:
+    if c.power_note and c.decision != "inconclusive":  # else the decision's line says it
         lines.append([(f"note: {c.power_note}", "warn")])
     decision, _, why = c.summary().partition(": ")
-    style = {"ship": "improved", "hold": "error"}.get(c.decision, "worse" if c.drops else "")
+    style = {"ship": "improved", "hold": "error", "inconclusive": "error"}.get(
+        c.decision, "worse" if c.drops or not c.changes else "")
     lines.append([(f"{decision.upper()}: {why}", style)])
     return lines
+
+
+def scenario_line(rec: dict[str, Any]) -> str:
+    """One audit in a line: ``PPO on CartPole-v1, scenario spike: ratio 0.434 (0.310 to
+    0.560), FAIL (not gated)``; the "rl audit" section of a passed test's report (what
+    pytest-html and ``-rP`` show) and the first line of a failed one's diagnosis."""
+    return (f"{rec['agent']} on {rec['env']}, scenario {rec['scenario']}: ratio "
+            f"{fixed(rec['ratio'])} ({interval(rec['ci_low'], rec['ci_high'])}), "
+            f"{rating_cell(rec)}")
 
 
 def diagnosis_text(rec: dict[str, Any]) -> str:
     """The "rl audit diagnosis" section of a failed audit: what broke, why, what to do."""
     d = rec["diagnosis"]
-    return (f"{rec['agent']} on {rec['env']}, scenario {rec['scenario']}: ratio "
-            f"{fixed(rec['ratio'])} ({interval(rec['ci_low'], rec['ci_high'])}), "
-            f"{rec['rating']}\n"
+    return (f"{scenario_line(rec)}\n"
             f"what broke:   {d['pattern']}\nlikely cause: {d['cause']}\nfix:          {d['fix']}\n")

@@ -17,6 +17,7 @@ from .._checks import number
 from ..auditing.comparison import Comparison, compare_audits
 from ..auditing.results import audit
 from ..auditing.tolerances import Tolerance
+from ..errors import InvalidArgumentError
 from ..rollout.runner import DEFAULT_MAX_STEPS
 from ..world.envs import EnvLike
 from ..world.scenarios import ScenarioLike
@@ -48,6 +49,9 @@ def assert_no_regression(
     a fraction of the baseline's mean return, or an absolute drop of the ratio. Returns
     the :class:`~pytest_rlaudit.auditing.comparison.Comparison` (``.decision == "ship"``, with the
     improvements) or raises :class:`RobustnessError` whose message says "hold" and why.
+    A comparison that could not have failed (too few ``episodes`` for a drop beyond
+    ``margin`` to be significant: the decision "inconclusive", as the pytest gate words it)
+    raises :class:`~pytest_rlaudit.errors.InvalidArgumentError` naming the episodes needed.
     """
     number("margin", margin, low=0, high=1, high_open=True)
     kwargs = dict(scenarios=scenarios, episodes=episodes, seed=seed, batch_size=batch_size,
@@ -57,8 +61,8 @@ def assert_no_regression(
     comparison = compare_audits(base, cand, (Tolerance("return", float(margin), True),
                                              Tolerance("ratio", float(margin), False)),
                                 alpha=alpha)
-    if comparison.power_note:  # a gate that cannot fire must not say "ship"
-        raise ValueError(f"assert_no_regression: {comparison.power_note}")
+    if comparison.decision == "inconclusive":  # a gate that could not fail never says "ship"
+        raise InvalidArgumentError(f"assert_no_regression: {comparison.inconclusive}")
     if comparison.decision == "hold":
         seeds = cand.nominal.seeds
         chosen = "" if scenarios is None else f"scenarios={list(cand.scenarios)!r}, "

@@ -98,11 +98,11 @@ def test_a_comparison_says_when_too_few_episodes_make_it_blind():
     # every return halves (the ratio stays): a drop no 4-episode sign-flip test can detect
     blind = compare_records([_record("t::x", "spike", perturbed, nominal)],
                             [_record("t::x", "spike", perturbed * 0.5, nominal * 0.5)], TOLERANCES)
-    assert blind.decision == "ship"
+    assert blind.decision == "inconclusive"  # never "ship": return:5% could not fail
     assert [c.status for c in blind.changes if c.metric == "return"] == ["same", "same"]
     assert blind.power_note == ("with 4 paired episodes no mean-return drop can be significant "
                                 "over 2 comparisons at alpha 0.05; use at least 6 episodes")
-    assert "(note: with 4 paired episodes" in blind.summary()
+    assert blind.summary() == f"inconclusive: return:5% could not fail: {blind.power_note}"
     nominal, perturbed = _episodes(n=10)
     assert compare_records([_record("t::x", "spike", perturbed, nominal)],
                            [_record("t::x", "spike", perturbed, nominal)]).power_note is None
