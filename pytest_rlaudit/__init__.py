@@ -46,9 +46,12 @@ _EXPORTS = {
     "ReferenceScoreError": "errors",
     "BaselineError": "errors",
     "RolloutError": "errors",
+    "RolloutTimeoutError": "errors",
     "RolloutCapWarning": "errors",
     "MisloadedAgentError": "errors",
     "AgentWarning": "errors",
+    "NonReproducibleError": "errors",
+    "EnvContractError": "errors",
 }
 # The public modules: facades at the top (scenarios, perturbations, strategies) and the
 # layer packages (DESIGN.md section 2).
@@ -73,6 +76,7 @@ if TYPE_CHECKING:  # pragma: no cover
         RLAuditError,
         RolloutCapWarning,
         RolloutError,
+        RolloutTimeoutError,
         UnknownEnvError,
         UnknownScenarioError,
     )

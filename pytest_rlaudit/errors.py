@@ -17,9 +17,12 @@ __all__ = [
     "PolicyError",
     "ReferenceScoreError",
     "RolloutError",
+    "RolloutTimeoutError",
     "RolloutCapWarning",
     "AgentWarning",
     "MisloadedAgentError",
+    "NonReproducibleError",
+    "EnvContractError",
 ]
 
 
@@ -42,7 +45,22 @@ class UnknownScenarioError(RLAuditError, LookupError):
 
 
 class PerturbationError(RLAuditError, ValueError):
-    """A perturbation wrapper was given arguments it cannot honour."""
+    """A perturbation wrapper was given arguments it cannot honour, or a custom
+    perturbation did not return a wrapped env."""
+
+
+class NonReproducibleError(RLAuditError, ValueError):
+    """Episodes do not replay under their seeds: the env ignores ``reset(seed=...)`` or
+    the agent draws randomness outside the audit's seeds, so paired episodes would not
+    be paired and two identical audits would give different ratios. The message names
+    which of the two and how to seed it."""
+
+
+class EnvContractError(RLAuditError, ValueError):
+    """The env breaks the Gymnasium contract the audit relies on: observations of
+    another shape than its observation space, or far outside its bounds; an
+    observation space the runner cannot batch (``Tuple``); the old gym API
+    (``step`` returning 4 values, ``reset`` the observation alone)."""
 
 
 class PolicyError(RLAuditError, TypeError):
@@ -77,6 +95,23 @@ class RolloutError(RLAuditError, RuntimeError):
         self.scenario = scenario
         self.episode = episode
         self.step = step
+
+
+class RolloutTimeoutError(RolloutError, TimeoutError):
+    """An audit ran past its ``timeout`` (``--rl-timeout``): an env step or reset, or a
+    policy call, that did not return in time.
+
+    ``scenario``, ``episode`` and ``step`` say where it was stuck (None where that could
+    not be told, e.g. a Ray actor that did not answer), ``timeout`` the limit in seconds.
+    A :class:`RolloutError` and a builtin ``TimeoutError``, so either ``except`` catches it.
+    """
+
+    def __init__(
+        self, message: str, *, scenario: str | None = None, episode: int | None = None,
+        step: int | None = None, timeout: float | None = None,
+    ) -> None:
+        super().__init__(message, scenario=scenario, episode=episode, step=step)
+        self.timeout = timeout
 
 
 class RolloutCapWarning(RuntimeWarning):
