@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["rl_agent", "rl_env", "rl_scenario", "rl_audit"]
+__all__ = ["rl_agent", "rl_env", "rl_scenario", "rl_audit", "warn_if_overridden"]
 
 
 def _session(config: pytest.Config) -> Any:
@@ -64,3 +64,36 @@ def rl_audit(request: pytest.FixtureRequest, rl_scenario: Any) -> Callable[..., 
         return session.run(request.node, rl_scenario, agent, env)
 
     return run
+
+
+def warn_if_overridden(settings: Any, warned: set[str], fixturedef: Any, outcome: Any) -> None:
+    """Say so when a conftest fixture overrides rl_agent or rl_env although --rl-agent or
+    --rl-env was given, and returns something else: the option would otherwise be ignored
+    without a word. Once per fixture name (``warned`` keeps them); ``outcome`` is the
+    fixture's setup result, from the session's ``pytest_fixture_setup`` wrapper."""
+    name = fixturedef.argname
+    if name not in ("rl_agent", "rl_env") or name in warned:
+        return
+    given = getattr(settings, name.removeprefix("rl_"))
+    func = getattr(fixturedef, "func", None)
+    if not given or getattr(func, "__module__", None) == __name__:
+        return
+    try:
+        if outcome.get_result() == given:  # the fixture passes the option on
+            return
+    except BaseException:  # the fixture failed: pytest reports that
+        return
+    warned.add(name)
+    import inspect
+    import warnings
+
+    try:
+        where = f"{inspect.getsourcefile(func)}:{inspect.getsourcelines(func)[1]}"
+    except (TypeError, OSError):
+        where = getattr(func, "__qualname__", "a fixture of the repo's own")
+    flag = "--" + name.replace("_", "-")
+    warnings.warn(pytest.PytestConfigWarning(
+        f"{flag} {given} is not used: the {name} fixture at {where} overrides it, and the "
+        f"audit tests use what that fixture returns. To audit {given} with these tests, "
+        f"make that fixture take pytestconfig and return "
+        f"pytestconfig.getoption({name!r}) when it is set."), stacklevel=1)

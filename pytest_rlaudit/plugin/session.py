@@ -111,40 +111,10 @@ class AuditSession:
 
     # --------------------------------------------------------------------- running
 
-    # --------------------------------------------------------------------- running
-
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef: Any, request: Any):
-        """Say so when a conftest fixture overrides rl_agent or rl_env although --rl-agent or
-        --rl-env was given, and returns something else: the option would otherwise be
-        ignored without a word."""
         outcome = yield
-        name = fixturedef.argname
-        if name not in ("rl_agent", "rl_env") or name in self._overridden:
-            return
-        given = getattr(self.settings, name.removeprefix("rl_"))
-        func = getattr(fixturedef, "func", None)
-        if not given or getattr(func, "__module__", None) == fixtures.__name__:
-            return
-        try:
-            if outcome.get_result() == given:  # the fixture passes the option on
-                return
-        except BaseException:  # the fixture failed: pytest reports that
-            return
-        self._overridden.add(name)
-        import inspect
-        import warnings
-
-        try:
-            where = f"{inspect.getsourcefile(func)}:{inspect.getsourcelines(func)[1]}"
-        except (TypeError, OSError):
-            where = getattr(func, "__qualname__", "a fixture of the repo's own")
-        flag = "--" + name.replace("_", "-")
-        warnings.warn(pytest.PytestConfigWarning(
-            f"{flag} {given} is not used: the {name} fixture at {where} overrides it, and the "
-            f"audit tests use what that fixture returns. To audit {given} with these tests, "
-            f"make that fixture take pytestconfig and return "
-            f"pytestconfig.getoption({name!r}) when it is set."), stacklevel=1)
+        fixtures.warn_if_overridden(self.settings, self._overridden, fixturedef, outcome)
 
     def default_agent(self) -> Any:
         if not self.settings.agent:
@@ -258,7 +228,8 @@ class AuditSession:
             episodes=episodes["n"], max_episodes=episodes["max_n"],
             target_ci_width=episodes["target_ci_width"], seed=self.settings.seed,
             reference=self.settings.reference, batch_size=self.settings.batch_size,
-            workers=self.settings.workers, backend=self.settings.backend, cache=self.cache)
+            workers=self.settings.workers, backend=self.settings.backend, cache=self.cache,
+            timeout=self.settings.timeout)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):

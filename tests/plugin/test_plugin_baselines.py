@@ -259,3 +259,84 @@ def test_compare_and_its_tolerances_can_live_in_the_ini_file(tester, baseline):
     result = tester.runpytest(*zero_config("fragile", "--rl-min-rating", "FAIL"))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["HOLD: 2 significant regression(s) beyond return:5%, ratio:0.05*"])
+
+
+# ----------------------------------------------------------------- the gate's truth table
+
+
+def _variant(baseline, case: str):
+    """The baseline of each case: as saved, or made to share nothing, hold nothing, or
+    hold the first 5 of its 10 episodes (seeds 0-4, the episodes a 5-episode run pairs)."""
+    doc = json.loads(baseline.read_text())
+    if case == "no pairs":
+        for rec in doc["results"]:
+            rec["nodeid"] = "elsewhere/" + rec["nodeid"]
+    elif case == "empty baseline":
+        doc["results"] = []
+    elif case == "under-powered":
+        for rec in doc["results"]:
+            for key in ("seeds", "returns", "nominal_returns"):
+                rec[key] = rec[key][:5]
+        doc["options"]["rl_episodes"] = 5
+    path = baseline.with_name(f"{case.replace(' ', '-')}.json")
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(("case", "agent", "word", "why", "ret"), [
+    ("no pairs", "robust", "INCONCLUSIVE",
+     "nothing was compared: the baseline shares no test with this run (baseline: "
+     "elsewhere/rl-audit::spike, elsewhere/rl-audit::delay; this run: rl-audit::spike, "
+     "rl-audit::delay); check the baseline's node ids, and pass the baseline as "
+     "--rl-compare=PATH *", 1),
+    ("empty baseline", "robust", "INCONCLUSIVE", "nothing was compared: the baseline holds no "
+     "results; save it again with --rl-save from a run that audits", 1),
+    # spike's mean return halves on 5 episodes: 3 rows x 2^-5 > 0.05, no drop can be significant
+    ("under-powered", "fragile", "INCONCLUSIVE", "return:5% could not fail: with 5 paired "
+     "episodes no mean-return drop can be significant over 3 comparisons at alpha 0.05; use "
+     "at least 6 episodes", 1),
+    ("clear drop", "fragile", "HOLD", "1 significant regression(s) beyond return:5%: "
+     "rl-audit::spike (return)", 1),
+    ("clear pass", "robust", "SHIP", "no significant regression beyond return:5% in 5 "
+     "comparisons", 0),
+])
+def test_the_gate_says_ship_only_when_it_could_have_failed(tester, baseline, case, agent, word,
+                                                          why, ret):
+    path = _variant(baseline, case)
+    episodes = "5" if case == "under-powered" else "10"
+    args = [*zero_config(agent, f"--rl-compare={path}", "--rl-compare-fail", "return:5%",
+                         "--rl-min-rating", "FAIL")]
+    args[args.index("--rl-episodes") + 1] = episodes
+    result = tester.runpytest(*args)
+    result.assert_outcomes(passed=2)  # only the gate can fail these runs
+    result.stdout.fnmatch_lines([f"{word}: {why}"])
+    assert result.ret == ret
+    assert ("SHIP" in result.stdout.str()) == (word == "SHIP")
+
+
+@pytest.mark.parametrize("case", ["no pairs", "empty baseline"])
+def test_without_fail_tolerances_nothing_paired_is_report_only_never_ship(tester, baseline, case):
+    result = tester.runpytest(*zero_config("robust", f"--rl-compare={_variant(baseline, case)}"))
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["REPORT ONLY: no fail tolerance was given (--rl-compare-fail), "
+                                 "so nothing was gated; nothing was compared: *"])
+    assert "SHIP" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"schema": -1}, "has schema -1, which no pytest-rlaudit writes: re-create it with "
+                     "--rl-save on the baseline commit (this version reads schema 1)"),
+    ({"schema": 2}, "has schema 2, from a newer pytest-rlaudit: upgrade pytest-rlaudit or "
+                    "re-create it*"),
+    ({"complete": "yes"}, "'complete' is a string, not true or false; re-create it*"),
+    ({"options": []}, "'options' is a list, not an object; re-create it*"),
+])
+def test_a_baseline_of_another_schema_or_with_malformed_fields_is_a_usage_error(
+        tester, change, match):
+    path = tester.path / "odd.json"
+    path.write_text(json.dumps({"kind": "pytest-rlaudit baseline", "schema": 1, "results": [],
+                                **change}))
+    result = tester.runpytest(*zero_config("robust", f"--rl-compare={path}"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: baseline *odd.json{'' if 'schema' in change else ':'} "
+                                 f"{match}"])
