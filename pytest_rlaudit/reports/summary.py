@@ -82,8 +82,9 @@ def write_report(doc: dict[str, Any], directory: str | os.PathLike[str]) -> list
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    text = markdown(doc)
+    # the data first: whatever breaks in a renderer after it, summary.json is there
     atomic_write(out / "summary.json", json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    text = markdown(doc)
     atomic_write(out / "summary.md", text)
     written = [out / "summary.json", out / "summary.md", *chart(doc, out)]
     pages = {"index.html": html(doc, out), **badges(doc)}

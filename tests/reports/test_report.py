@@ -389,3 +389,31 @@ def test_write_report_replaces_files_atomically(
     write_report(doc, tmp_path)
     assert json.loads((tmp_path / "summary.json").read_text(encoding="utf-8")) == doc
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_an_inconclusive_comparison_reads_so_in_every_view(tmp_path: Path):
+    from pytest_rlaudit.auditing.comparison import compare_records
+    from pytest_rlaudit.auditing.tolerances import parse_tolerance
+    from pytest_rlaudit.reports.html import html
+    from pytest_rlaudit.reports.terminal import comparison_section
+
+    ours = {**rec("spike", 0.5), "seeds": [0, 1], "returns": [1.0, 1.0],
+            "nominal_returns": [2.0, 2.0]}
+    comparison = compare_records([{**ours, "nodeid": "elsewhere::x"}], [ours],
+                                 [parse_tolerance("return:5%")])
+    assert comparison.decision == "inconclusive"
+    why = comparison.summary()
+    assert why.startswith("inconclusive: nothing was compared: the baseline shares no test "
+                          "with this run (baseline: elsewhere::x; this run: test_x.py::")
+    doc = summary([ours], version="0", extra={"comparison": {"baseline": "b.json",
+                                                             **comparison.to_dict()}})
+    assert doc["comparison"]["decision"] == "inconclusive"
+    assert doc["comparison"]["summary"] == why and doc["comparison"]["inconclusive"]
+    md = markdown(doc)
+    assert "### Compared with the baseline: ⚠️ **inconclusive**" in md
+    assert "inconclusive: nothing was compared: the baseline shares no test" in md
+    page = html(doc, tmp_path)
+    assert "Compared with the baseline: inconclusive</h2>" in page
+    last = comparison_section(comparison, {}, "b.json")[-1]
+    assert last == [("INCONCLUSIVE: " + why.split(": ", 1)[1], "error")]
+    assert "ship" not in md.lower() and "ship" not in page.lower()
