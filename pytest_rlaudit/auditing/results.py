@@ -32,6 +32,7 @@ from .._checks import integer
 from .._checks import seed as check_seed
 from .._format import fixed, interval, p_value
 from .._seeding import stable_hash
+from ..rollout.replay import check_replay
 from ..rollout.runner import (
     DEFAULT_MAX_STEPS,
     EpisodeBatch,
@@ -338,6 +339,7 @@ def audit(
     policy = as_policy(agent, env=env)
     spec = env_for(policy, env)
     registry.check_applicable(chosen, spec.make)  # before any rollout, not after nominal
+    check_replay(policy, spec, seed=seed)  # the seeds fix the episodes: else no pairing
     name = getattr(policy, "name", type(policy).__name__)
     started = time.perf_counter()
     batches = run(policy, spec, [NOMINAL, *chosen], episodes)

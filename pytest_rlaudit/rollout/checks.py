@@ -1,18 +1,234 @@
-"""The runner's checks of what crosses between agent and env: observations (finite) and
-actions (in the action space), a whole batch at a time."""
+"""The runner's checks of what crosses between agent and env: observations (finite, of
+the declared shape and, on the first steps of each episode, near the declared bounds),
+actions (in the action space), and the Gymnasium API itself, a whole batch at a time
+where the hot path allows.
+
+>>> import numpy as np
+>>> from gymnasium import spaces
+>>> contract = ObservationContract(spaces.Box(-1.0, 1.0, (2,)), "Toy-v0")
+>>> contract.check(np.array([0.5, 2.5]), "at reset")   # strays, within a box width: kept
+>>> contract.check(np.array([0.5, 100.0]), "at reset")
+Traceback (most recent call last):
+...
+pytest_rlaudit.errors.EnvContractError: env 'Toy-v0' returned an observation far outside its
+observation space at reset: element 1 is 100, but the space's bounds there are [-1, 1] ...
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from ..errors import RolloutError
-from .slots import where
+from ..errors import EnvContractError, RolloutError
 
-__all__ = ["ActionChecker", "all_finite", "check_obs", "show"]
+__all__ = ["ActionChecker", "ObservationContract", "all_finite", "check_obs",
+           "check_observation_space", "show", "unpacks_old_api", "where", "CHECKED_STEPS",
+           "BOUNDS_SLACK"]
+
+#: Env steps at the start of each episode whose observations are held to the bounds of
+#: the observation space, after the reset's. The first steps are where a contract broken
+#: for good (wrong units, unnormalised pixels, a mis-declared space) shows; checking
+#: every step would cost the hot path for envs that are fine.
+CHECKED_STEPS = 3
+
+#: How far past a bound of its Box an observation element may stray before it is refused,
+#: in widths of the box there (high - low). Real envs stray past declared bounds: declared
+#: bounds are often guides rather than limits (LunarLander's), integrators overshoot a
+#: clip, float32 rounds; a broken contract sits orders of magnitude out (pixels in
+#: [0, 255] declared in [0, 1], degrees declared as radians, 100x the box). A whole width
+#: keeps the first and refuses the second. Elements with an infinite bound are not held.
+BOUNDS_SLACK = 1.0
+
+#: Observation spaces the runner batches (as arrays, or a dict of arrays by key).
+BATCHED = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+#: Where an observation was seen, in words (``"at reset"``), or a function that says it:
+#: the words are only put together for a message, never on the hot path.
+At = str | Callable[[], str]
+
+#: Where Gymnasium's migration guide is (the old gym API's fix).
+MIGRATION_GUIDE = "https://gymnasium.farama.org/introduction/migration_guide/"
+
+
+def where(scenario: str, episode: int, seed: int, step: int) -> str:
+    """The words every rollout error uses to say where it happened."""
+    return f"scenario {scenario!r}, episode {episode} (env seed {seed + episode}), agent step {step}"
+
+
+def check_observation_space(space: spaces.Space, env: str) -> None:
+    """Raise an :class:`EnvContractError` unless the runner can batch observations of
+    ``space``: a Box, Discrete, MultiDiscrete or MultiBinary space, or a Dict of them.
+
+    >>> check_observation_space(spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3))), "Toy-v0")
+    Traceback (most recent call last):
+    ...
+    pytest_rlaudit.errors.EnvContractError: env 'Toy-v0' has the observation space Tuple(...
+    """
+    parts = space.spaces.values() if isinstance(space, spaces.Dict) else (space,)
+    odd = next((p for p in parts if not isinstance(p, BATCHED)), None)
+    if odd is None:
+        return
+    inside = f" (in its Dict observation space {space})" if odd is not space else ""
+    raise EnvContractError(
+        f"env {env!r} has the observation space {odd}{inside}, which the audit cannot "
+        f"batch: it stacks observations into arrays, one row per episode, and a "
+        f"{type(odd).__name__} observation is not one array. Supported: Box, Discrete, "
+        "MultiDiscrete, MultiBinary, and a Dict of these. Fix: wrap the env in "
+        "gymnasium.wrappers.FlattenObservation (one flat Box; the agent then gets the "
+        "flattened array, as it must have in training), or in an ObservationWrapper that "
+        "makes it a Dict of supported spaces."
+    )
+
+
+class ObservationContract:
+    """What ``env``'s observation space promises of every observation, checked cheaply:
+    :meth:`fits` a whole batch's shape on every decision step, :meth:`check` one
+    observation's shape and Box bounds (within :data:`BOUNDS_SLACK`) at each reset and
+    on the first :data:`CHECKED_STEPS` env steps of an episode. Also holds the env to
+    Gymnasium's API there (:meth:`check_reset`, :meth:`check_step`).
+
+    The space must be one the runner batches (:func:`check_observation_space`).
+    """
+
+    def __init__(self, space: spaces.Space, env: str) -> None:
+        check_observation_space(space, env)
+        self.space = space
+        self.env = env
+        parts = space.spaces if isinstance(space, spaces.Dict) else {None: space}
+        # per key: (shape, lower and upper limits with the slack, or None without bounds)
+        self.parts: dict[Any, tuple[tuple[int, ...], Any]] = {
+            key: (tuple(part.shape), _limits(part)) for key, part in parts.items()}
+
+    def fits(self, batch: Any) -> bool:
+        """Whether a batch (observations stacked along a new first axis) has the
+        declared shape in every row."""
+        parts = self.parts
+        if None in parts:
+            return getattr(batch, "shape", (None,))[1:] == parts[None][0]
+        return (isinstance(batch, Mapping) and batch.keys() == parts.keys()
+                and all(batch[k].shape[1:] == parts[k][0] for k in parts))
+
+    def check(self, obs: Any, at: At) -> None:
+        """Raise an :class:`EnvContractError` (naming the env, the space, what was seen
+        ``at`` and the fix) if ``obs`` is not of the declared shape, or lies beyond a
+        finite bound of a Box by more than :data:`BOUNDS_SLACK` widths of the box."""
+        if None in self.parts:
+            self._check_part(obs, None, self.space, at)
+            return
+        if not isinstance(obs, Mapping) or obs.keys() != self.parts.keys():
+            got = sorted(map(str, obs)) if isinstance(obs, Mapping) else type(obs).__name__
+            raise EnvContractError(
+                f"env {self.env!r} returned an observation with keys {got} {_words(at)}, but its "
+                f"observation space {self.space} declares the keys "
+                f"{sorted(map(str, self.parts))}. Fix the env's observation (or its "
+                "observation_space) so that they agree.")
+        for key, part in self.space.spaces.items():
+            self._check_part(obs[key], key, part, at)
+
+    def _check_part(self, obs: Any, key: Any, space: spaces.Space, at: At) -> None:
+        shape, limits = self.parts[key]
+        value = np.asarray(obs)
+        what = f"an observation ({key!r} of it)" if key is not None else "an observation"
+        if value.shape != shape:
+            raise EnvContractError(
+                f"env {self.env!r} returned {what} of shape {value.shape} {_words(at)}, but its "
+                f"observation space {space} declares shape {shape}. The agent is built for "
+                "the declared space, and every check and perturbation relies on it. Fix: "
+                "make the env's observations and its observation_space agree.")
+        if limits is None:
+            return
+        low, high = limits
+        if value.dtype.kind not in "biuf" or not ((value < low).any() or (value > high).any()):
+            return
+        flat = value.reshape(-1)
+        i = int(np.flatnonzero((flat < low.reshape(-1)) | (flat > high.reshape(-1)))[0])
+        index = np.unravel_index(i, shape) if len(shape) > 1 else (i,)
+        element = ", ".join(map(str, index)) if shape else "0"
+        bound_low = np.broadcast_to(space.low, shape).reshape(-1)[i]
+        bound_high = np.broadcast_to(space.high, shape).reshape(-1)[i]
+        raise EnvContractError(
+            f"env {self.env!r} returned {what} far outside its observation space {_words(at)}: "
+            f"element {element} is {float(flat[i]):g}, but the space's bounds there are "
+            f"[{float(bound_low):g}, {float(bound_high):g}] (an element is refused once it "
+            f"is more than {BOUNDS_SLACK:g} box width(s) past a bound; the space is {space}). "
+            "The observation space is the contract the agent was trained on and the audit's "
+            "disturbances are sized by. Fix: the env's observations (their units or "
+            "normalisation), or the declared bounds (np.inf where an element is unbounded).")
+
+    def check_reset(self, result: Any, at: At) -> None:
+        """Hold what ``reset()`` returned to Gymnasium's API (``(obs, info)``) and its
+        observation to :meth:`check`."""
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+            raise self.old_api(f"reset() returned {_kind(result)} instead of the pair "
+                                f"(observation, info), {_words(at)}")
+        self.check(result[0], at)
+
+    def check_step(self, result: Any, at: At) -> None:
+        """Hold what ``step()`` returned to Gymnasium's API (five values) and its
+        observation to :meth:`check`."""
+        if not (isinstance(result, tuple) and len(result) == 5):
+            raise self.old_api(
+                f"step() returned {_kind(result)} instead of Gymnasium's five values "
+                f"(observation, reward, terminated, truncated, info), {_words(at)}")
+        self.check(result[0], at)
+
+    def old_api(self, what: str) -> EnvContractError:
+        """The error for an env on the old gym API, saying ``what`` showed it."""
+        return EnvContractError(
+            f"env {self.env!r} does not follow Gymnasium's API: {what}. This is the old gym "
+            "API (before gym 0.26: reset() returns the observation alone, step() returns "
+            "(observation, reward, done, info)). Fix: port the env (reset(*, seed=None, "
+            "options=None) calls super().reset(seed=seed) and returns (obs, info); step() "
+            f"returns (obs, reward, terminated, truncated, info); see {MIGRATION_GUIDE}), or "
+            "pass a factory that wraps it: shimmy.GymV21CompatibilityV0(env=your_env) "
+            "(pip install 'shimmy[gym-v21]').")
+
+
+def unpacks_old_api(exc: BaseException) -> bool:
+    """Whether ``exc`` is Python failing to unpack the four values of an old-API
+    ``step()`` into Gymnasium's five: what gymnasium's own wrappers (``TimeLimit``, made
+    by ``gymnasium.make``) raise when the env beneath them is on the old gym API, before
+    the runner sees what the env returned.
+
+    >>> try:
+    ...     obs, reward, terminated, truncated, info = (0, 1.0, False, {})
+    ... except ValueError as exc:
+    ...     unpacks_old_api(exc)
+    True
+    """
+    return isinstance(exc, ValueError) and "(expected 5, got 4)" in str(exc)
+
+
+def _limits(space: spaces.Space) -> tuple[np.ndarray, np.ndarray] | None:
+    """A Box's bounds widened by :data:`BOUNDS_SLACK` widths, -inf/+inf where a bound is
+    infinite (not held); None for other spaces or a Box without a finite pair."""
+    if not isinstance(space, spaces.Box):
+        return None
+    low = np.broadcast_to(space.low, space.shape).astype(np.float64)
+    high = np.broadcast_to(space.high, space.shape).astype(np.float64)
+    held = np.isfinite(low) & np.isfinite(high)
+    if not held.any():
+        return None
+    width = np.where(held, high - low, 0.0)
+    # A box of width 0 (a constant element) keeps the slack of its bound's size instead.
+    width = np.where(width > 0, width, np.abs(np.where(held, low, 0.0)))
+    with np.errstate(invalid="ignore"):
+        return (np.where(held, low - BOUNDS_SLACK * width, -np.inf),
+                np.where(held, high + BOUNDS_SLACK * width, np.inf))
+
+
+def _words(at: At) -> str:
+    return at if isinstance(at, str) else at()
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}"
+    return f"a {type(value).__name__}"
 
 
 def check_obs(obs: Any, scenario: str, episode: int, seed: int, step: int) -> None:

@@ -30,19 +30,15 @@ import gymnasium as gym
 import numpy as np
 
 from .._seeding import episode_seed_sequence
-from ..errors import RolloutError
+from ..errors import EnvContractError, RolloutError
 from ..world.envs import AuditEnv
 from ..world.perturbations import seed_perturbations
 from ..world.scenarios import Scenario
+from .checks import CHECKED_STEPS, ObservationContract, unpacks_old_api, where
 
 __all__ = ["Finished", "Reply", "SlotGroup", "where", "stack"]
 
 Job = tuple[int, int]  # (scenario position, episode position)
-
-
-def where(scenario: str, episode: int, seed: int, step: int) -> str:
-    """The words every rollout error uses to say where it happened."""
-    return f"scenario {scenario!r}, episode {episode} (env seed {seed + episode}), agent step {step}"
 
 
 def stack(observations: Sequence[Any]) -> Any:
@@ -82,20 +78,35 @@ class Reply:
 
 class _StepCounter(gym.Wrapper):
     """Records the reward of every environment step below the perturbations (they may
-    repeat actions, so an agent step can span several env steps)."""
+    repeat actions, so an agent step can span several env steps), and holds the env to
+    its ``contract`` there, where what it returns is its own (a perturbation's noise may
+    rightly leave the bounds): at each reset and on the first :data:`CHECKED_STEPS` env
+    steps. ``at``: (scenario, episode, seed) of the episode it runs, for the message."""
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(self, env: gym.Env, contract: ObservationContract) -> None:
         super().__init__(env)
         self.rewards: list[float] = []
+        self.contract = contract
+        self.at: tuple[str, int, int] = ("", 0, 0)
 
     def reset(self, **kwargs: Any):
         self.rewards = []
-        return self.env.reset(**kwargs)
+        result = self.env.reset(**kwargs)
+        self.contract.check_reset(result, lambda: f"at the reset of {self._episode()}")
+        return result
 
     def step(self, action: Any):
         result = self.env.step(action)
-        self.rewards.append(result[1])
+        rewards = self.rewards
+        rewards.append(result[1])
+        if len(rewards) <= CHECKED_STEPS:
+            self.contract.check_step(
+                result, lambda: f"at env step {len(self.rewards)} of {self._episode()}")
         return result
+
+    def _episode(self) -> str:
+        scenario, episode, seed = self.at
+        return f"episode {episode} (env seed {seed + episode}) of scenario {scenario!r}"
 
 
 class _Slot:
@@ -150,6 +161,7 @@ class SlotGroup:
         self.free: dict[int, list[tuple[gym.Env, _StepCounter]]] = {}
         self.made: list[gym.Env] = []
         self.bases: dict[int, gym.Env] = {}  # the open ones, by id (kept, so ids stay unique)
+        self.contract: ObservationContract | None = None  # from the first env made
 
     # ------------------------------------------------------------------ envs
     def make(self, s: int) -> tuple[gym.Env, _StepCounter]:
@@ -165,8 +177,10 @@ class SlotGroup:
                 "side by side)"
             )
         self.bases[id(base)] = base
-        counter = _StepCounter(base)
         try:
+            if self.contract is None:  # refuses a space the runner cannot batch
+                self.contract = ObservationContract(base.observation_space, self.audit_env.name)
+            counter = _StepCounter(base, self.contract)
             wrapped = self.scenarios[s].wrap(counter)
         except Exception:
             base.close()
@@ -213,8 +227,11 @@ class SlotGroup:
         slot.job = job
         slot.ret, slot.steps = 0.0, 0
         seed_perturbations(slot.env, episode_seed_sequence(self.seed, episode, self.names[s]))
+        slot.counter.at = (self.names[s], episode, self.seed)
         try:
             slot.obs, _ = slot.env.reset(seed=self.seed + episode)
+        except EnvContractError:
+            raise
         except Exception as exc:
             raise RolloutError(
                 f"env reset failed ({type(exc).__name__}: {exc}) at "
@@ -242,7 +259,14 @@ class SlotGroup:
         for i, slot in enumerate(self.active):
             try:
                 obs, reward, terminated, truncated, _ = slot.env.step(actions[i])
+            except EnvContractError:
+                raise
             except Exception as exc:
+                if unpacks_old_api(exc):  # gymnasium's own wrappers unpack it below us
+                    raise self.contract.old_api(
+                        f"a step failed unpacking what the env's step() returned ({exc}) at "
+                        f"{where(self.names[slot.job[0]], self.indices[slot.job[1]], self.seed, slot.steps)}"
+                    ) from exc
                 raise self._fail(slot, f"env step failed ({type(exc).__name__}: {exc})") from exc
             slot.steps += 1
             reward = float(reward)
@@ -270,6 +294,22 @@ class SlotGroup:
             started.append(job)
             still.append(slot)
         self.active = still
-        return Reply([slot.job for slot in still],
-                      stack([slot.obs for slot in still]) if still else None,
-                      [slot.steps for slot in still], started, finished, len(self.queue))
+        return Reply([slot.job for slot in still], self._batch(still) if still else None,
+                     [slot.steps for slot in still], started, finished, len(self.queue))
+
+    def _batch(self, rows: list[_Slot]) -> Any:
+        """The observations of ``rows`` as one batch, of the declared shape on every
+        decision step (bounds are held on the first steps only, by the counters)."""
+        try:
+            batch = stack([slot.obs for slot in rows])
+        except (ValueError, TypeError):  # rows of different shapes: found just below
+            batch = None
+        if batch is not None and self.contract.fits(batch):
+            return batch
+        for slot in rows:  # rare: find the culprit for the message
+            name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
+            self.contract.check(slot.obs, f"at {where(name, episode, self.seed, slot.steps)} "
+                                "(as the agent sees it, after the scenario's perturbation)")
+        raise EnvContractError(
+            f"the observations of env {self.audit_env.name!r} do not stack into one batch of "
+            f"its observation space {self.contract.space}; each must have the declared shape")

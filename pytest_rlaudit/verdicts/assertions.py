@@ -28,6 +28,7 @@ from ..auditing.results import (
     check_episodes,
     summarise,
 )
+from ..rollout.replay import check_replay
 from ..rollout.runner import (
     DEFAULT_MAX_STEPS,
     EpisodeBatch,
@@ -250,6 +251,9 @@ def check_robust(
     # Before any rollout (not after the cached nominal ones); once per scenario and env.
     _cached(cache, ("applicable", repr(chosen), id(spec)),
             lambda: registry.check_applicable([chosen], spec.make))
+    # The seeds fix the episodes (else no pairing), before any rollout; once per agent and env.
+    _cached(cache, ("replay", id(policy), id(spec), seed),
+            lambda: check_replay(policy, spec, seed=seed))
     # The random policy runs on every episode the reference may need, else on the first
     # round's, which the agent must beat.
     n_random = max_episodes or episodes if reference == "random" else episodes

@@ -9,7 +9,10 @@ Gymnasium's classic_control, toy_text and mujoco envs and LunarLander rebuild al
 state in ``reset``; tests/world/test_reuse.py checks that env by env. BipedalWalker and
 CarRacing do not: their Box2D world outlives ``reset`` (only its bodies are replaced),
 and a used BipedalWalker-v3 was seen to leave a fresh one's episode within a few steps.
-Any other env is probed once per process (:func:`probe_reset`).
+Any other env is probed once per process (:func:`probe`). The probe also tells an env
+that ignores its seed (two fresh envs reset with one seed and stepped alike differ):
+such an env can be neither reused nor audited with paired episodes, and
+:func:`~pytest_rlaudit.rollout.replay.check_replay` refuses it by its verdict.
 
 >>> from pytest_rlaudit.world.envs import env_spec
 >>> reset_is_exact(env_spec("CartPole-v1")), reset_is_exact(env_spec("Pendulum-v1"))
@@ -19,7 +22,7 @@ Any other env is probed once per process (:func:`probe_reset`).
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -27,7 +30,8 @@ from gymnasium.envs.registration import EnvSpec
 
 from .envs import AuditEnv
 
-__all__ = ["reset_is_exact", "EXACT_FAMILIES", "NOT_EXACT", "probe_reset"]
+__all__ = ["reset_is_exact", "reset_verdict", "Verdict", "EXACT", "KEEPS_STATE", "UNSEEDED",
+           "UNKNOWN", "EXACT_FAMILIES", "NOT_EXACT", "probe", "probe_reset", "same"]
 
 #: Entry-point modules whose ``reset(seed=...)`` rebuilds the whole state.
 EXACT_FAMILIES = (
@@ -49,7 +53,23 @@ NOT_EXACT = (
 WARMUP_STEPS, MAX_WARMUP_STEPS, COMPARED_STEPS = 30, 300, 50
 _PROBE_SEED = 20_250_515
 
-_verdicts: dict[tuple[str, Any], bool] = {}
+#: What a probe finds: a used env replays a fresh one's episodes (reused); it does not
+#: but two fresh ones replay each other (state kept across resets: a fresh env per
+#: episode); two fresh envs differ under one seed (the env ignores its seed: no paired
+#: audit is possible); the probe itself failed (an exception: not reused, no claim).
+EXACT, KEEPS_STATE, UNSEEDED, UNKNOWN = "exact", "keeps state", "unseeded", "unknown"
+
+
+class Verdict(NamedTuple):
+    """What :func:`probe` found (one of :data:`EXACT`, :data:`KEEPS_STATE`,
+    :data:`UNSEEDED`, :data:`UNKNOWN`) and, for :data:`UNSEEDED`, where two fresh envs
+    first differed."""
+
+    kind: str
+    detail: str = ""
+
+
+_verdicts: dict[tuple[str, Any], Verdict] = {}
 
 
 def reset_is_exact(env: AuditEnv) -> bool:
@@ -57,7 +77,7 @@ def reset_is_exact(env: AuditEnv) -> bool:
 
     Decided by the entry point of a registered env made as ``gymnasium.make`` makes it (no
     wrappers beyond its default ones): True for :data:`EXACT_FAMILIES`, False for
-    :data:`NOT_EXACT`. Otherwise :func:`probe_reset` decides, once per process for each
+    :data:`NOT_EXACT`. Otherwise :func:`probe` decides, once per process for each
     name and factory (a name alone is not enough: every lambda of one function has the
     same one, and an id's keyword arguments are not in it).
 
@@ -65,11 +85,23 @@ def reset_is_exact(env: AuditEnv) -> bool:
     >>> reset_is_exact(env_spec("FrozenLake-v1"))
     True
     """
+    return reset_verdict(env).kind == EXACT
+
+
+def reset_verdict(env: AuditEnv) -> Verdict:
+    """:func:`reset_is_exact`'s verdict in full: registered families by their entry point
+    (gymnasium's own envs all honour their seed), any other env by :func:`probe`, cached
+    per process as there.
+
+    >>> from pytest_rlaudit.world.envs import env_spec
+    >>> reset_verdict(env_spec("MountainCar-v0")).kind
+    'exact'
+    """
     module = _entry_module(env)
     if module is not None and module.startswith(NOT_EXACT):
-        return False
+        return Verdict(KEEPS_STATE)
     if module is not None and module.startswith(EXACT_FAMILIES):
-        return True
+        return Verdict(EXACT)
     try:
         key: tuple[str, Any] | None = (env.name, env.factory)
         hash(key)
@@ -77,7 +109,7 @@ def reset_is_exact(env: AuditEnv) -> bool:
         key = None
     if key is not None and key in _verdicts:
         return _verdicts[key]
-    verdict = probe_reset(env)
+    verdict = probe(env)
     if key is not None:
         _verdicts[key] = verdict
     return verdict
@@ -111,26 +143,40 @@ def _spec_of(source: str | EnvSpec | None) -> EnvSpec | None:
 
 def probe_reset(env: AuditEnv, *, warmup: int = WARMUP_STEPS,
                 max_warmup: int = MAX_WARMUP_STEPS, steps: int = COMPARED_STEPS) -> bool:
-    """Use one env of ``env`` (seeded random actions, resetting as episodes end) for at
-    least ``warmup`` steps and until an episode has ended (at most ``max_warmup``), then
-    reset it and a fresh one with the same seed and step both with the same seeded
-    actions for ``steps`` steps (resetting both, with the next seed, as episodes end):
-    True when observations, rewards and ends are equal all along.
-
-    Any difference, exception or non-determinism (two fresh envs would differ too) is
-    False: reusing such an env would not be exact; so is an env of :data:`NOT_EXACT`. A
-    probe sees only so many steps, so state an env keeps but shows rarely can escape it.
+    """Whether :func:`probe` finds ``env`` :data:`EXACT`: a used env replays a fresh one.
 
     >>> from pytest_rlaudit.world.envs import env_spec
     >>> probe_reset(env_spec("CartPole-v1"))
     True
+    """
+    return probe(env, warmup=warmup, max_warmup=max_warmup, steps=steps).kind == EXACT
+
+
+def probe(env: AuditEnv, *, warmup: int = WARMUP_STEPS, max_warmup: int = MAX_WARMUP_STEPS,
+          steps: int = COMPARED_STEPS) -> Verdict:
+    """Use one env of ``env`` (seeded random actions, resetting as episodes end) for at
+    least ``warmup`` steps and until an episode has ended (at most ``max_warmup``), then
+    run it and a fresh one from the same seed with the same seeded actions for ``steps``
+    steps (resetting each, with the next seed, as its episodes end): :data:`EXACT` when
+    observations, rewards and ends are equal all along.
+
+    When they differ, a second fresh env runs the same steps: if it replays the first
+    fresh one, the used env kept state across resets (:data:`KEEPS_STATE`); if not, the
+    env does not replay under its seed at all (:data:`UNSEEDED`, with where they
+    differed). An exception is :data:`UNKNOWN`; an env of :data:`NOT_EXACT` made by a
+    factory is :data:`KEEPS_STATE`. A probe sees only so many steps, so state an env
+    keeps (or randomness it draws) but shows rarely can escape it.
+
+    >>> from pytest_rlaudit.world.envs import env_spec
+    >>> probe(env_spec("CartPole-v1")).kind
+    'exact'
     """
     made: list[gym.Env] = []
     try:
         used = env.make()
         made.append(used)
         if type(used.unwrapped).__module__.startswith(NOT_EXACT):  # made by a factory
-            return False
+            return Verdict(KEEPS_STATE)
         actions = copy.deepcopy(used.action_space)
         actions.seed(_PROBE_SEED)
         used.reset(seed=_PROBE_SEED + 1)
@@ -142,24 +188,18 @@ def probe_reset(env: AuditEnv, *, warmup: int = WARMUP_STEPS,
             if terminated or truncated:
                 ended = True
                 used.reset(seed=_PROBE_SEED + 2 + i)
+        plan = [actions.sample() for _ in range(steps)]
         fresh = env.make()
         made.append(fresh)
-        seed = _PROBE_SEED
-        if not _same(used.reset(seed=seed)[0], fresh.reset(seed=seed)[0]):
-            return False
-        for _ in range(steps):
-            action = actions.sample()
-            a = used.step(copy.deepcopy(action))
-            b = fresh.step(action)
-            if not all(_same(x, y) for x, y in zip(a[:4], b[:4], strict=True)):
-                return False
-            if a[2] or a[3]:
-                seed += 1
-                if not _same(used.reset(seed=seed)[0], fresh.reset(seed=seed)[0]):
-                    return False
-        return True
+        expected = _trajectory(fresh, plan)
+        if _difference(_trajectory(used, plan), expected) is None:
+            return Verdict(EXACT)
+        other = env.make()
+        made.append(other)
+        differs = _difference(_trajectory(other, plan), expected)
+        return Verdict(KEEPS_STATE) if differs is None else Verdict(UNSEEDED, differs)
     except Exception:
-        return False
+        return Verdict(UNKNOWN)
     finally:
         for made_env in made:
             try:
@@ -168,18 +208,61 @@ def probe_reset(env: AuditEnv, *, warmup: int = WARMUP_STEPS,
                 pass
 
 
-def _same(x: Any, y: Any) -> bool:
+def _trajectory(env: gym.Env, plan: list[Any]) -> list[tuple[Any, ...]]:
+    """What ``env`` does from a reset with the probe's seed under the actions of ``plan``
+    (the next seed at each episode end): each reset's observation and each step's
+    observation, reward and ends, copied (an env may render into one reused buffer)."""
+    seed = _PROBE_SEED
+    out: list[tuple[Any, ...]] = [("reset", copy.deepcopy(env.reset(seed=seed)[0]))]
+    for action in plan:
+        obs, reward, terminated, truncated, _ = env.step(copy.deepcopy(action))
+        out.append(("step", copy.deepcopy(obs), reward, terminated, truncated))
+        if terminated or truncated:
+            seed += 1
+            out.append(("reset", copy.deepcopy(env.reset(seed=seed)[0])))
+    return out
+
+
+def _difference(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> str | None:
+    """Where two trajectories of :func:`_trajectory` first differ, in words; None if
+    they are equal.
+
+    >>> _difference([("reset", 1.0)], [("reset", 2.0)])
+    'the observations after the first reset differ: 1.0 vs 2.0'
+    """
+    steps = 0
+    for x, y in zip(a, b, strict=False):
+        at = f"after {steps} step(s)" if steps else "after the first reset"
+        if x[0] != y[0]:
+            return f"one episode ended and the other went on {at}"
+        if x[0] == "step":
+            steps += 1
+            at = f"at step {steps}"
+        for what, u, v in zip(("observations", "rewards", "terminated", "truncated"), x[1:],
+                              y[1:], strict=False):
+            if not same(u, v):
+                return f"the {what} {at} differ: {_show(u)} vs {_show(v)}"
+    return None if len(a) == len(b) else "one ran more steps than the other"
+
+
+def _show(value: Any) -> str:
+    """A value as the probe's words show it: short, one line."""
+    text = repr(np.asarray(value).tolist()) if not isinstance(value, dict) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def same(x: Any, y: Any) -> bool:
     """Equal observations (arrays, dicts and tuples of them) or rewards; NaN equals NaN.
 
-    >>> _same({"a": np.array([1.0, np.nan])}, {"a": np.array([1.0, np.nan])}), _same(1, 2)
+    >>> same({"a": np.array([1.0, np.nan])}, {"a": np.array([1.0, np.nan])}), same(1, 2)
     (True, False)
     """
     if isinstance(x, dict) or isinstance(y, dict):
         return (isinstance(x, dict) and isinstance(y, dict) and x.keys() == y.keys()
-                and all(_same(x[k], y[k]) for k in x))
+                and all(same(x[k], y[k]) for k in x))
     if isinstance(x, tuple) or isinstance(y, tuple):
         return (isinstance(x, tuple) and isinstance(y, tuple) and len(x) == len(y)
-                and all(_same(a, b) for a, b in zip(x, y, strict=True)))
+                and all(same(a, b) for a, b in zip(x, y, strict=True)))
     a, b = np.asarray(x), np.asarray(y)
     try:
         return bool(np.array_equal(a, b, equal_nan=True))

@@ -165,7 +165,19 @@ class Scenario:
         """Wrap ``env`` (outside its ``TimeLimit``) in this scenario's perturbation."""
         if self.perturbation is None:
             return env
-        return self.perturbation(env, **self.params)
+        wrapped = self.perturbation(env, **self.params)
+        if not isinstance(wrapped, gym.Env):
+            # Found here, not later: the runner would fail on the first thing it asks of
+            # the env (its close(), its spaces), far from the perturbation that forgot it.
+            label = getattr(self.perturbation, "__qualname__", repr(self.perturbation))
+            raise PerturbationError(
+                f"scenario {self.name!r}: its perturbation {label} returned "
+                f"{type(wrapped).__name__ if wrapped is not None else 'None'} where a wrapped "
+                "env is expected. A perturbation is called as perturbation(env, **params) and "
+                "must return the env wrapped (a gymnasium.Wrapper around it, e.g. "
+                "`return MyWrapper(env)`), or env itself to leave it unchanged."
+            )
+        return wrapped
 
     @property
     def schedule(self) -> Schedule | None:
@@ -319,7 +331,9 @@ def check_applicable(scenarios: Iterable[Scenario], make_env: Callable[[], gym.E
         try:
             env = probe.wrap(env)
         except PerturbationError as exc:
-            problems.append(f"scenario {scenario.name!r} cannot run on this env: {exc}")
+            named = str(exc).startswith(f"scenario {scenario.name!r}")  # says so itself
+            problems.append(str(exc) if named else
+                            f"scenario {scenario.name!r} cannot run on this env: {exc}")
         finally:
             env.close()
     if problems:

@@ -185,6 +185,43 @@ def test_the_probe_tells_envs_that_keep_state_across_resets(factory, exact):
     assert probe_reset(AuditEnv("probed", factory)) is exact
 
 
+class GlobalDraws(CounterEnv):
+    """Seeded at reset, but its steps draw from numpy's global generator."""
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward + np.random.random(), terminated, truncated, info
+
+
+@pytest.mark.parametrize("factory, kind", [
+    (lambda: CounterEnv(horizon=10), reuse.EXACT),
+    (DictCounter, reuse.EXACT),
+    (EpisodeCounter, reuse.KEEPS_STATE),
+    (Drifting, reuse.KEEPS_STATE),
+    (Scarred, reuse.KEEPS_STATE),
+    (Unseeded, reuse.UNSEEDED),
+    (GlobalDraws, reuse.UNSEEDED),
+    (Exploding, reuse.UNKNOWN),
+], ids=["counter", "dict-obs", "episode-counter", "drifting", "scarred", "unseeded",
+        "global-draws", "exploding"])
+def test_the_probe_tells_state_kept_across_resets_from_a_seed_ignored(factory, kind):
+    verdict = reuse.probe(AuditEnv("probed", factory))
+    assert verdict.kind == kind
+    assert bool(verdict.detail) is (kind == reuse.UNSEEDED)
+
+
+def test_an_unseeded_verdict_says_where_two_fresh_envs_differed():
+    detail = reuse.probe(AuditEnv("probed", Unseeded)).detail
+    assert detail.startswith("the observations after the first reset differ: [0.")
+    detail = reuse.probe(AuditEnv("probed", GlobalDraws)).detail
+    assert detail.startswith("the rewards at step 1 differ: 1.")
+
+
+def test_gymnasiums_own_envs_honour_their_seed_without_a_probe():
+    assert reuse.reset_verdict(env_spec("BipedalWalker-v3")).kind == reuse.KEEPS_STATE
+    assert reuse.reset_verdict(env_spec("CartPole-v1")).kind == reuse.EXACT
+
+
 def test_a_probe_runs_once_per_name_and_factory(monkeypatch):
     monkeypatch.setattr(reuse, "_verdicts", {})
     made = []
@@ -194,8 +231,10 @@ def test_a_probe_runs_once_per_name_and_factory(monkeypatch):
         return EpisodeCounter()
 
     env = env_spec(factory)
-    assert not reset_is_exact(env) and len(made) == 2
-    assert not reset_is_exact(env_spec(factory)) and len(made) == 2  # cached
+    # used, fresh, and a second fresh env that tells state kept across resets (it replays
+    # the first fresh one) from a seed ignored (it does not)
+    assert not reset_is_exact(env) and len(made) == 3
+    assert not reset_is_exact(env_spec(factory)) and len(made) == 3  # cached
     other = AuditEnv(env.name, lambda: CounterEnv(horizon=10))  # same name, other factory
     assert reset_is_exact(other)
 

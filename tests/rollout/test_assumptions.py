@@ -1,0 +1,208 @@
+"""The method's assumption, checked: episode i replays exactly under env seed seed + i.
+
+An env that ignores ``reset(seed=...)`` or an agent drawing randomness outside the seeds
+is refused with :class:`NonReproducibleError` before any rollout of the audit, naming
+which and how to seed it; agents that sample from their seeded per-episode stream pass.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from toy_envs import CounterEnv
+
+import pytest_rlaudit
+from pytest_rlaudit import audit, check_robust
+from pytest_rlaudit.errors import NonReproducibleError, RLAuditError
+from pytest_rlaudit.rollout import replay
+from pytest_rlaudit.rollout.replay import REPLAY_STEPS, check_replay
+from pytest_rlaudit.world.agents import BasePolicy, as_policy
+from pytest_rlaudit.world.envs import AuditEnv
+from pytest_rlaudit.world.reuse import EXACT, Verdict
+
+PPO_ZIP = Path(__file__).resolve().parents[2] / "examples" / "ppo_cartpole.zip"
+
+
+class Drift(gym.Env):
+    """A walk on a line drawn from the env's seeded generator: obs [x], 20 steps,
+    reward -|x|. Subclasses draw from elsewhere."""
+
+    observation_space = spaces.Box(-10.0, 10.0, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.x, self.t = float(self.draw()), 0
+        return np.array([self.x], np.float32), {}
+
+    def draw(self) -> float:
+        return self.np_random.uniform(-1, 1)
+
+    def step(self, action: Any):
+        self.x = float(np.clip(self.x + (0.3 if action else -0.3) + 0.05 * self.draw(), -9, 9))
+        self.t += 1
+        return np.array([self.x], np.float32), -abs(self.x), False, self.t >= 20, {}
+
+
+class GlobalDraws(Drift):
+    """Ignores its seed: draws from numpy's global generator."""
+
+    def draw(self) -> float:
+        return np.random.uniform(-1, 1)
+
+
+class OwnUnseededGenerator(Drift):
+    """Ignores its seed: draws from a generator made without one."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng()
+
+    def draw(self) -> float:
+        return self.rng.uniform(-1, 1)
+
+
+def steer(obs: np.ndarray) -> np.ndarray:
+    """Back toward 0: a good deterministic agent for Drift."""
+    return (obs[:, 0] < 0).astype(np.int64)
+
+
+def coin(obs: np.ndarray) -> np.ndarray:
+    """Random actions from numpy's global generator: outside the audit's seeds."""
+    return np.random.randint(0, 2, size=len(obs))
+
+
+def stdlib_coin(obs: np.ndarray) -> np.ndarray:
+    return np.array([random.random() < 0.5 for _ in range(len(obs))], dtype=np.int64)
+
+
+class SeededSampler(BasePolicy):
+    """Samples like an SB3 agent with deterministic=False: each episode from its own
+    generator, made by ``initial_state`` from the episode's seed."""
+
+    stateful = True
+    name = "seeded-sampler"
+
+    def initial_state(self, seed: np.random.SeedSequence) -> np.random.Generator:
+        return np.random.default_rng(seed)
+
+    def act(self, obs: np.ndarray, states: list[Any] | None):
+        assert states is not None
+        greedy = steer(obs)
+        flips = np.array([rng.random() < 0.2 for rng in states])
+        return np.where(flips, 1 - greedy, greedy), states
+
+
+class Counting:
+    """A factory that counts the envs it makes."""
+
+    def __init__(self, cls: type[gym.Env]) -> None:
+        self.cls, self.made = cls, 0
+        self.__qualname__ = cls.__name__  # the env's name in messages
+
+    def __call__(self) -> gym.Env:
+        self.made += 1
+        return self.cls()
+
+
+# ------------------------------------------------------------------------ the env's seed
+
+
+@pytest.mark.parametrize("cls", [GlobalDraws, OwnUnseededGenerator])
+def test_an_env_that_ignores_its_seed_is_refused_before_any_rollout(cls):
+    factory = Counting(cls)
+    with pytest.raises(NonReproducibleError) as info:
+        audit(steer, factory, ["jitter"], episodes=4, reference=-100)
+    message = str(info.value)
+    assert f"env {cls.__name__!r} ignores reset(seed=...)" in message
+    assert "the observations after the first reset differ" in message
+    assert "two identical audits would give different ratios" in message
+    assert "super().reset(seed=seed)" in message and "self.np_random" in message
+    assert "cannot be audited with paired episodes" in message
+    # jitter's applicability probe and the seed probe's three: no episode of the audit ran
+    assert factory.made == 1 + 3
+
+
+def test_assert_robust_refuses_it_too():
+    with pytest.raises(NonReproducibleError, match="ignores reset"):
+        check_robust(steer, GlobalDraws, "jitter", episodes=4, reference=-100)
+
+
+def test_an_env_difference_the_probe_missed_is_still_blamed_on_the_env(monkeypatch):
+    # the replay tells the two apart by itself: observations differ after equal actions
+    monkeypatch.setattr(replay, "reset_verdict", lambda env: Verdict(EXACT))
+    with pytest.raises(NonReproducibleError) as info:
+        check_replay(as_policy(steer), AuditEnv("GlobalDraws", GlobalDraws), seed=0)
+    message = str(info.value)
+    assert "env 'GlobalDraws' does not replay under its seed" in message
+    assert "different observations after the reset" in message and "self.np_random" in message
+
+
+# ------------------------------------------------------------------------ the agent's draws
+
+
+@pytest.mark.parametrize("agent", [coin, stdlib_coin])
+def test_an_agent_drawing_outside_the_seeds_is_refused_naming_the_agent(agent):
+    factory = Counting(Drift)
+    with pytest.raises(NonReproducibleError) as info:
+        audit(agent, factory, ["jitter"], episodes=4, reference=-100)
+    message = str(info.value)
+    assert message.startswith(f"agent {agent.__name__} does not replay its own episode: on "
+                              "episode 0 of env 'Drift' (env seed 0), run twice, it chose")
+    assert "for the same observation at agent step" in message
+    assert "np.random.*, random.*" in message and "initial_state(seed)" in message
+    assert "env 'Drift' ignores" not in message
+    # jitter's applicability probe, the seed probe's two (they agree) and the replay's two:
+    # no episode of the audit ran
+    assert factory.made == 1 + 2 + 2
+
+
+def test_actions_that_differ_by_rounding_only_say_so():
+    def jittery(obs: np.ndarray) -> np.ndarray:  # as a GPU's nondeterministic kernels do
+        return 0.5 * (1 + np.random.normal(0, 1e-6, (len(obs), 2)))
+
+    env = AuditEnv("counter", lambda: CounterEnv(horizon=30, box_actions=True))
+    with pytest.raises(NonReproducibleError, match="float rounding only") as info:
+        check_replay(as_policy(jittery), env, seed=0)
+    assert "torch.use_deterministic_algorithms(True)" in str(info.value)
+
+
+def test_the_errors_are_exported_rlaudit_errors_and_value_errors():
+    assert pytest_rlaudit.NonReproducibleError is NonReproducibleError
+    assert issubclass(NonReproducibleError, RLAuditError)
+    assert issubclass(NonReproducibleError, ValueError)
+
+
+# ----------------------------------------------------------------- what must keep passing
+
+
+def test_a_stochastic_agent_sampling_from_its_seeded_stream_audits_and_replays():
+    a = audit(SeededSampler(), Drift, ["jitter", "obs_noise"], episodes=6, reference=-100)
+    b = audit(SeededSampler(), Drift, ["jitter", "obs_noise"], episodes=6, reference=-100)
+    assert np.array_equal(a.nominal.returns, b.nominal.returns)
+    assert {n: s.ratio for n, s in a.scenarios.items()} == {
+        n: s.ratio for n, s in b.scenarios.items()}
+
+
+def test_an_sb3_agent_sampling_with_deterministic_false_passes():
+    sb3 = pytest.importorskip("stable_baselines3")
+    model = sb3.PPO.load(PPO_ZIP, device="cpu")
+    policy = as_policy(model, deterministic=False)  # what --rl-stochastic audits
+    assert policy.stateful
+    check_replay(policy, AuditEnv("CartPole-v1", lambda: gym.make("CartPole-v1")), seed=0)
+
+
+def test_the_replay_costs_a_few_dozen_policy_calls_of_one_row():
+    calls = []
+
+    def counted(obs: np.ndarray) -> np.ndarray:
+        calls.append(len(obs))
+        return steer(obs)
+
+    check_replay(as_policy(counted), AuditEnv("Drift", Drift), seed=0)
+    assert len(calls) == 2 * min(REPLAY_STEPS, 20) and set(calls) == {1}
