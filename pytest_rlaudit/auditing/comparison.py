@@ -138,13 +138,14 @@ class Comparison:
     def _unpaired(self) -> str:
         """Why no result of this run was paired with the baseline, and what to do."""
         if not self.new and not self.missing:
-            return "neither the baseline nor this run has audit results"
+            return ("neither the baseline nor this run has audit results; save the baseline "
+                    "with --rl-save from a run that audits (--rl-audit), and audit in this run")
         if not self.missing:
             return ("the baseline holds no results; save it again with --rl-save from a run "
                     "that audits")
         if not self.new:
-            return (f"this run has no audit results and the baseline {len(self.missing)} "
-                    "(are the audit tests selected, and --rl-audit given?)")
+            return (f"this run has no audit results to pair with the baseline's "
+                    f"{len(self.missing)} (is --rl-audit given, and are the audit tests selected?)")
         return (f"the baseline shares no test with this run (baseline: {_some(self.missing)}; "
                 f"this run: {_some(self.new)}); check the baseline's node ids, and pass the "
                 "baseline as --rl-compare=PATH (in the form '--rl-compare PATH' pytest can take "

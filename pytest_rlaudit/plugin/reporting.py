@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["check_destinations", "guarded", "fail_run", "describe"]
+__all__ = ["check_destinations", "caught", "guarded", "fail_run", "describe"]
 
 
 def _folder_problem(folder: Path) -> str | None:
@@ -98,12 +98,22 @@ def describe(what: str, exc: BaseException) -> str:
 
 
 @contextmanager
-def guarded(audits: Any, what: str, session: pytest.Session | None = None) -> Iterator[None]:
-    """Run one reporting step of ``audits`` (the AuditSession); an ``Exception`` in it is
-    kept in ``audits.report_errors`` for the rl audit section and fails the run
-    (``KeyboardInterrupt`` and pytest's own exits pass through)."""
+def caught(into: list[str], what: str) -> Iterator[None]:
+    """Run one reporting step; an ``Exception`` in it becomes a line in ``into`` (for the
+    caller to report and fail the run: :func:`guarded` does both). ``KeyboardInterrupt``
+    and pytest's own outcomes pass through."""
     try:
         yield
     except Exception as exc:
-        audits.report_errors.append(describe(what, exc))
+        into.append(describe(what, exc))
+
+
+@contextmanager
+def guarded(audits: Any, what: str, session: pytest.Session | None = None) -> Iterator[None]:
+    """Run one reporting step of ``audits`` (the AuditSession); an ``Exception`` in it is
+    kept in ``audits.report_errors`` for the rl audit section and fails the run."""
+    before = len(audits.report_errors)
+    with caught(audits.report_errors, what):
+        yield
+    if len(audits.report_errors) > before:
         fail_run(session if session is not None else audits.session)

@@ -22,7 +22,7 @@ from .._capture import capture_checks
 from . import fixtures, junit
 from .items import ScenarioCollector, is_hypothesis_test, is_rl_item
 from .options import Settings
-from .reporting import guarded
+from .reporting import caught, fail_run, guarded
 from .terminal import write_lines
 from .xdist import is_worker
 
@@ -260,7 +260,8 @@ class AuditSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
         record = item.stash.get(RECORD_KEY, None) if call.when == "call" else None
         checks = item.stash.get(CHECKS_KEY, None) if call.when == "call" else None
-        with guarded(self, f"the rl audit record of {item.nodeid}", item.session):
+        problems: list[str] = []  # they ride on the report, to the controller under xdist
+        with caught(problems, f"the rl audit record of {item.nodeid}"):
             if record is None and checks:
                 record = captured_record(item, checks, failed=call.excinfo is not None)
                 record["order"] = self.order.get(item.nodeid, len(self.order))
@@ -274,10 +275,10 @@ class AuditSession:
         outcome = yield
         report = outcome.get_result()
         if record is not None:
-            report.rl_audit = json.dumps(record)
-            with guarded(self, f"the rl audit lines of {item.nodeid}", item.session):
+            with caught(problems, f"the rl audit lines of {item.nodeid}"):
                 from ..reports.terminal import diagnosis_text, scenario_line
 
+                report.rl_audit = json.dumps(record)
                 if report.failed and record["diagnosis"]:
                     report.sections.append(("rl audit diagnosis", diagnosis_text(record)))
                 elif report.passed:  # what pytest-html and -rP show of a passed audit
@@ -285,11 +286,16 @@ class AuditSession:
         elif report.failed and self.enabled and is_rl_item(item):
             # an audit that left no result: the reports list it, in collection order
             report.rl_error = self.order.get(item.nodeid, len(self.order))
+        if problems:
+            report.rl_report_errors = problems
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.outcome == "rerun":  # pytest-rerunfailures: only the last attempt counts
             return
+        if getattr(report, "rl_report_errors", None) and not is_worker(self.config):
+            self.report_errors += report.rl_report_errors
+            fail_run(self.session)
         if getattr(report, "rl_error", None) is not None:
             crash = getattr(report.longrepr, "reprcrash", None)
             message = crash.message if crash is not None else str(report.longrepr)

@@ -97,6 +97,9 @@ def _bug(*args, **kwargs):
 @pytest.mark.parametrize(("module", "name", "what"), [
     (pytest_rlaudit.reports.summary, "markdown", "writing the report to *report"),
     (pytest_rlaudit.reports.terminal, "audit_section", "the rl audit section"),
+    # while the test's report is made (under xdist, on a worker): it rides on the report
+    (pytest_rlaudit.reports.terminal, "scenario_line", "the rl audit lines of "
+                                                       "test_x.py::test_audit?delay?"),
 ])
 def test_a_renderer_bug_is_one_line_and_fails_an_otherwise_green_run(tester, monkeypatch,
                                                                      tmp_path, module, name,
