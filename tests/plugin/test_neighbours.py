@@ -7,7 +7,9 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
-# In-process pytester runs reuse these instead of importing them afresh on every run.
+# In-process pytester runs reuse these instead of importing them afresh on every run. (The
+# inner test modules have names no module of this suite has: the suite's test_html.py,
+# imported under that name, would shadow an inner test_html.py.)
 import gymnasium  # noqa: F401
 import pytest
 
@@ -109,7 +111,7 @@ def test_fast(rl_audit):
 
 
 def test_randomly_shuffles_the_run_but_not_the_report(tester: pytest.Pytester, tmp_path):
-    tester.makepyfile(test_a=RANDOMLY_A, test_b=RANDOMLY_B)
+    tester.makepyfile(test_shuffled_a=RANDOMLY_A, test_shuffled_b=RANDOMLY_B)
     runs, docs = [], []
     for seed in (1, 2):
         report = tmp_path / f"report{seed}"
@@ -117,7 +119,8 @@ def test_randomly_shuffles_the_run_but_not_the_report(tester: pytest.Pytester, t
                                   "--rl-min-rating", "FAIL", f"--rl-report={report}", "-v",
                                   "-p", "no:cacheprovider")
         result.assert_outcomes(passed=4)
-        runs.append(re.findall(r"^(test_\w\.py::\S+) PASSED", result.stdout.str(), re.M))
+        runs.append(re.findall(r"^(test_shuffled_\w\.py::\S+) PASSED", result.stdout.str(),
+                               re.M))
         docs.append((report / "summary.json").read_bytes())
     assert runs[0] != runs[1], "the two seeds should run the tests in other orders"
     assert docs[0] == docs[1]
@@ -136,7 +139,7 @@ def test_x(rl_audit):
 
 
 def test_pytest_html_shows_each_passed_audits_scenario_line(tester: pytest.Pytester, tmp_path):
-    tester.makepyfile(test_html=HTML)
+    tester.makepyfile(test_beside_html=HTML)
     page = tmp_path / "page.html"
     result = tester.runpytest("--rl-audit", f"--html={page}", "--self-contained-html",
                               "-p", "no:cacheprovider")
@@ -150,7 +153,7 @@ def test_pytest_html_shows_each_passed_audits_scenario_line(tester: pytest.Pytes
 
 def test_a_compare_path_pytest_took_for_a_test_path_is_inconclusive_and_said(
         tester: pytest.Pytester):
-    tester.makepyfile(test_html=HTML)
+    tester.makepyfile(test_beside_html=HTML)
     outside = tester.path.parent / f"{tester.path.name}-baseline.json"
     tester.runpytest("--rl-audit", f"--rl-save={outside}", "-p", "no:cacheprovider")
     given = f"../{outside.name}"
