@@ -132,7 +132,7 @@ def tolerance(
 
     All values are audited together by :func:`audit` (the remaining keyword arguments go
     to it: ``reference``, ``confidence``, ``batch_size``, ``thresholds``, ``max_steps``,
-    ``workers``, ``backend``),
+    ``workers``, ``backend``, ``timeout``: seconds for the whole curve, which is one audit),
     so they share one set of nominal episodes, and the same ``seed`` gives the same
     curve. Each value is its own scenario,
     ``"delay[steps=2]"``, since a scenario's name keys its random streams; the scenario's

@@ -32,6 +32,7 @@ from .._checks import integer
 from .._checks import seed as check_seed
 from .._format import fixed, interval, p_value
 from .._seeding import stable_hash
+from ..rollout.deadline import bounded
 from ..rollout.replay import check_replay
 from ..rollout.runner import (
     DEFAULT_MAX_STEPS,
@@ -296,6 +297,7 @@ def check_episodes(episodes: Any, name: str = "episodes") -> int:
                    why=" (a ratio and its interval need paired episodes)")
 
 
+@bounded
 def audit(
     agent: Any,
     env: EnvLike,
@@ -310,6 +312,7 @@ def audit(
     max_steps: int = DEFAULT_MAX_STEPS,
     workers: int | str | None = None,
     backend: str = "local",
+    timeout: float | None = None,
 ) -> AuditResult:
     """Audit ``agent`` on ``env`` under ``scenarios`` (default: the deployment + stress suite).
 
@@ -323,6 +326,14 @@ def audit(
     process makes the batched policy calls; ``backend="ray"`` runs shards of the episodes
     on Ray actors (``workers`` of them; default: the cluster's CPUs). Neither changes a
     number: see :func:`~pytest_rlaudit.rollout.runner.run_episodes`.
+
+    ``timeout`` (seconds, None: no limit) bounds the whole audit: past it, it stops with
+    :class:`~pytest_rlaudit.errors.RolloutTimeoutError` naming the scenario, episode and
+    agent step it was stuck in, and its worker processes are killed. An env step that
+    never returns is interrupted when the audit runs in the main thread (a ``SIGALRM``
+    timer, sharing the signal with pytest-timeout's) and in worker processes; in another
+    thread the deadline is checked between decision steps only (see
+    :mod:`pytest_rlaudit.rollout.deadline`).
 
     >>> r = audit("random", "CartPole-v1", scenarios="speed_5x", episodes=2)
     >>> sorted(r.to_dict()["scenarios"])

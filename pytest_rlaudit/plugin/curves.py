@@ -63,7 +63,7 @@ def measure_curve(session: Any, item: pytest.Item, scenario: Any, policy: Any, s
                       min_ratio=curve_min_ratio(gate), episodes=episodes["n"],
                       seed=settings.seed, reference=settings.reference,
                       batch_size=settings.batch_size, workers=settings.workers,
-                      backend=settings.backend)
+                      backend=settings.backend, timeout=settings.timeout)
     broken = curve.breaks_at is not None and curve.breaks_at <= curve.default
     passed = gate is None or not broken
     record = curve_record(item.nodeid, curve, gate, passed)

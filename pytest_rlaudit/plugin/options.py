@@ -116,6 +116,15 @@ def _backend(text: str) -> str:
     return value
 
 
+def _timeout(text: str) -> float:
+    try:
+        value: Any = float(text)
+    except (TypeError, ValueError):
+        value = text
+    return number("", value, low=0, low_open=True, why=" (seconds)",
+                  error=argparse.ArgumentTypeError)
+
+
 def _names(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in str(text).replace(",", " ").split() if n.strip())
     if not names:
@@ -212,6 +221,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--rl-backend", _backend, "local", "where episodes run: local (this machine) or "
            "ray (shards of episodes on Ray actors; RAY_ADDRESS selects a cluster; pip install "
            "'pytest-rlaudit[ray]'). Never changes a number.", "BACKEND"),
+    Option("--rl-timeout", _timeout, None, "stop an audit that runs longer than SECONDS "
+           "with RolloutTimeoutError naming the scenario, episode and step it was stuck in "
+           "(an env step that never returns; worker processes are killed). Default: no "
+           "limit.", "SECONDS"),
     Option("--rl-save", _text, None, "save this run's audit results (per-episode returns with "
            "their seeds, ratios, intervals, ratings; agent, env, options, machine) to PATH, a "
            "baseline for --rl-compare.", "PATH"),
@@ -288,6 +301,7 @@ class Settings:
     batch_size: int | None
     workers: int | str | None
     backend: str
+    timeout: float | None
     save: str | None
     compare: str | None
     compare_fail: tuple[Tolerance, ...]

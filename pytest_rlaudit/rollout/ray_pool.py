@@ -8,7 +8,15 @@ that ran it (DESIGN.md section 5), so the merged numbers are those of a local ru
 
 Ray is imported only here, when a run asks for it. ``ray.init()`` runs only if Ray is not
 running yet: ``RAY_ADDRESS`` (Ray's own convention) or the caller's own ``ray.init(...)``
-choose the cluster.
+choose the cluster. A ``RAY_ADDRESS`` that does not answer is an error naming it within
+:data:`CONNECT_SECONDS` (nothing accepts a connection there), or :data:`INIT_SECONDS` more
+(something does, but ``ray.init`` cannot join a cluster through it; bounded in the main
+thread), where Ray itself retries for minutes, printing a line each time.
+
+Under an audit's ``timeout`` (:mod:`.deadline`) every actor runs its shard under the time
+left, and says where it was stuck; the waits for actors end :data:`~.deadline.GRACE`
+seconds past the deadline at the latest, naming the shards still running, whose actors
+are killed.
 
 Actors are kept between calls of one process. An audit makes several calls in a row (the
 calibration pass, the random-policy reference, adaptive rounds), and a fresh actor pays
@@ -38,18 +46,28 @@ from typing import Any
 from .._checks import integer
 from .._checks import seed as check_seed
 from .._optional import require
+from ..errors import RLAuditError, RolloutTimeoutError
 from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.scenarios import Scenario
+from .deadline import GRACE, Expired, current, within
 from .runner import EpisodeBatch, _run_pool
 from .shards import caught_running, merge, rewarn, split
 
-__all__ = ["run_pool_on_ray", "RayTiming", "last_timing", "release_actors", "IDLE_SECONDS"]
+__all__ = ["run_pool_on_ray", "RayTiming", "last_timing", "release_actors", "IDLE_SECONDS",
+           "CONNECT_SECONDS", "check_reachable"]
 
 #: Seconds without a call after which the kept actors are killed (their CPUs freed). The
 #: calls of one audit come milliseconds apart; the caller's own Ray tasks that want those
 #: CPUs wait at most this long (or call :func:`release_actors` first).
 IDLE_SECONDS = 10.0
+
+#: How long the cluster named by ``RAY_ADDRESS`` has to accept a connection before
+#: ``ray.init`` is tried (:func:`check_reachable`): a head node answers in milliseconds.
+CONNECT_SECONDS = 5.0
+#: How long ``ray.init`` may try to join the cluster ``RAY_ADDRESS`` names (it joins in
+#: seconds; a proxy or another service on that port keeps it retrying for minutes).
+INIT_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -122,7 +140,7 @@ def run_pool_on_ray(
         began = perf_counter()
         started = not ray.is_initialized()
         if started:
-            ray.init(include_dashboard=False, logging_level=logging.ERROR)
+            _init(ray)
         cpus = max(1, int(ray.cluster_resources().get("CPU", 0)))
         shards = split(indices, min(len(indices), cpus if workers is None else workers))
         actors, new = _POOL.take(ray, min(len(shards), cpus))
@@ -130,13 +148,15 @@ def run_pool_on_ray(
         try:
             refs = [_put(ray, policy, "the agent"), _put(ray, env, "the env"),
                     _put(ray, tuple(scenarios), "the scenarios")]
-            _check(ray.get([actor.load.remote(call, refs) for actor in actors]))
+            _check(_get_by(ray, [actor.load.remote(call, refs) for actor in actors]))
             ran = perf_counter()
             options = {"seed": seed, "batch_size": batch_size, "max_steps": max_steps,
                        "record": record}
-            parts = _dispatch(ray, actors, call, shards, options)
-        except ray.exceptions.RayError:
-            _POOL.kill(ray, actors)  # an actor died or never started: start afresh next time
+            parts = _dispatch(ray, actors, call, shards, options, [s.name for s in scenarios])
+        except (ray.exceptions.RayError, Expired):
+            # An actor died, never started or did not answer by the deadline: start
+            # afresh next time.
+            _POOL.kill(ray, actors)
             raise
         finally:
             _POOL.forget(call, actors)
@@ -174,31 +194,140 @@ def _put(ray: Any, obj: Any, what: str) -> Any:
         ) from None
 
 
+#: An HTTP/2 client's opening (the preface and an empty SETTINGS frame): a gRPC server, as
+#: a Ray head's GCS and a Ray Client server are, answers it with a SETTINGS frame at once.
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_SETTINGS = 4
+
+
+def check_reachable() -> None:
+    """Nothing, if ``RAY_ADDRESS`` is unset, ``auto`` or ``local``, or names a
+    ``host:port`` (``ray://host:port`` for a Ray Client server) where a gRPC server, as a
+    Ray head is, answers within :data:`CONNECT_SECONDS`; else an
+    :class:`~pytest_rlaudit.errors.RLAuditError` naming it and the fix (``ray.init``
+    would retry for minutes, blocked in Ray's own code where no timeout reaches it).
+    """
+    address = os.environ.get("RAY_ADDRESS", "").strip()
+    if address in ("", "auto", "local"):
+        return  # a local Ray (started, or found by Ray's own files), no network
+    host, sep, port = address.partition("://")[2 if "://" in address else 0].rpartition(":")
+    if not sep or not port.isdigit():
+        return  # not host:port: Ray says what is wrong with it
+    began = perf_counter()
+    try:
+        sock = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS)
+    except OSError as exc:
+        reason = (f"no answer within {CONNECT_SECONDS:g} s" if isinstance(exc, TimeoutError)
+                  else (exc.strerror or type(exc).__name__).lower())
+        raise RLAuditError(
+            f'backend="ray" cannot reach the Ray cluster at RAY_ADDRESS={address} ({reason}; '
+            "Ray itself would retry for minutes). Start the "
+            "cluster there (ray start --head on that machine), correct RAY_ADDRESS, or unset "
+            "it to start a local Ray on this machine."
+        ) from None
+    head = b""
+    with sock:
+        try:
+            sock.settimeout(max(0.1, CONNECT_SECONDS - (perf_counter() - began)))
+            sock.sendall(_HTTP2_HELLO)
+            while len(head) < 9 and (chunk := sock.recv(9 - len(head))):
+                head += chunk
+        except OSError:  # silence, or a reset: not a gRPC server either way
+            pass
+    if len(head) < 9 or head[3] != _SETTINGS:
+        raise RLAuditError(
+            f'backend="ray": something answers at RAY_ADDRESS={address}, but not a Ray head '
+            "node (no gRPC server there; Ray itself would retry for minutes). Give the head's "
+            "GCS address (port 6379 by default; ray://host:10001 for Ray Client), or unset "
+            "RAY_ADDRESS to start a local Ray on this machine."
+        )
+
+
+def _init(ray: Any) -> None:
+    """``ray.init()``, for a ``RAY_ADDRESS`` that names a cluster bounded in time (see the
+    module): an error naming it rather than minutes of Ray's retries."""
+    check_reachable()
+    address = os.environ.get("RAY_ADDRESS", "").strip()
+    remote = address not in ("", "auto", "local")
+    try:
+        with within(INIT_SECONDS if remote else None):
+            ray.init(include_dashboard=False, logging_level=logging.ERROR)
+    except RolloutTimeoutError:  # this bound's, not the audit's (that one comes as Expired)
+        ray.shutdown()
+        raise RLAuditError(
+            f'backend="ray" could not join the Ray cluster at RAY_ADDRESS={address} within '
+            f"{INIT_SECONDS:g} s: something answers there, but ray.init cannot join it (not a "
+            "Ray head node, another Ray version, or a cluster that wants an auth token this "
+            "process lacks). Check the address and port (the head's GCS port, 6379 by "
+            "default; ray://host:10001 for Ray Client) and the cluster, or unset RAY_ADDRESS "
+            "to start a local Ray on this machine."
+        ) from None
+
+
+def _get_by(ray: Any, refs: list[Any]) -> list[Any]:
+    """``ray.get(refs)``, ending :data:`~.deadline.GRACE` seconds past the deadline at the
+    latest (:class:`Expired`)."""
+    bound = current()
+    if bound is None:
+        return ray.get(refs)
+    try:
+        with bound.hold():
+            out = ray.get(refs, timeout=max(0.0, bound.left() + GRACE))
+    except ray.exceptions.GetTimeoutError:
+        out = None
+    if out is None or bound.passed():
+        raise Expired(bound).locate(None, None, None, "while the Ray actors loaded the agent, "
+                                    "env and scenarios (they did not answer in time)")
+    return out
+
+
 def _dispatch(ray: Any, actors: list[Any], call: int, shards: list[list[int]],
-              options: dict[str, Any]) -> list[Any]:
-    """Run every shard on the next idle actor; return the results in shard order."""
+              options: dict[str, Any], names: list[str]) -> list[Any]:
+    """Run every shard on the next idle actor; return the results in shard order. Under a
+    deadline, each actor runs under the time left and the waits are bounded (see the
+    module)."""
     out: list[Any] = [None] * len(shards)
     todo = deque(enumerate(shards))
     idle = list(actors)
     running: dict[Any, tuple[int, Any]] = {}
+    bound = current()
     try:
         while todo or running:
             while todo and idle:
                 k, shard = todo.popleft()
                 actor = idle.pop()
+                if bound is not None:
+                    options = {**options, "deadline": (bound.left(), bound.timeout)}
                 running[actor.run.remote(call, shard, options)] = (k, actor)
-            ready, _ = ray.wait(list(running), num_returns=1)
+            if bound is None:
+                ready, _ = ray.wait(list(running), num_returns=1)
+            else:
+                with bound.hold():  # Ray's wait bounds itself: the alarm must not cut it
+                    ready, _ = ray.wait(list(running), num_returns=1,
+                                        timeout=max(0.0, bound.left() + GRACE))
             # When several shards are done, the earliest one's error is the one to raise.
             for ref in sorted(ready, key=lambda r: running[r][0]):
                 result = _get(ray, ref)  # an actor that died raises here: still running, killed
                 k, actor = running.pop(ref)
                 out[k] = _check([result])[0]
                 idle.append(actor)
+            if bound is not None and bound.passed():
+                raise _late(bound, [shards[k] for k, _ in running.values()], names)
     except BaseException:
         # Shards still running would hold their actors until they finish; nobody reads them.
         _POOL.kill(ray, [actor for _, actor in running.values()])
         raise
     return out
+
+
+def _late(bound: Any, running: list[list[int]], names: list[str]) -> Expired:
+    """The deadline passed while Ray actors ran the shards ``running``: where they were."""
+    if not running:
+        return Expired(bound).locate(None, None, None, "waiting for the Ray actors' results")
+    spans = ", ".join(str(s[0]) if len(s) == 1 else f"{s[0]} to {s[-1]}" for s in running)
+    return Expired(bound).locate(
+        None, running[0][0], None, f"on Ray actors, which did not answer in time: they ran "
+        f"episodes {spans} of {', '.join(map(repr, names))}")
 
 
 def _get(ray: Any, ref: Any) -> Any:
@@ -284,8 +413,13 @@ class _Worker:
 
     def run(self, call: int, indices: list[int], options: dict[str, Any]) -> Any:
         policy, env, scenarios = self.loaded[call]
+        options = dict(options)
+        left, timeout = options.pop("deadline", (None, None))
         try:
-            return caught_running(partial(_run_pool, policy, env, scenarios, **options), indices)
+            # The caller's deadline, for the time it had left: a step stuck here says where.
+            with within(None if left is None else max(left, 1e-3), said=timeout):
+                return caught_running(partial(_run_pool, policy, env, scenarios, **options),
+                                      indices)
         except Exception as exc:
             return _Failure(exc)
 

@@ -41,6 +41,7 @@ from ..world.scenarios import NOMINAL, Scenario
 from .batches import EpisodeBatch
 from .budget import check_budget
 from .checks import ActionChecker, all_finite, check_obs, show
+from .deadline import Expired, current
 from .shards import run_forked, split
 from .slots import Finished, Job, Reply, SlotGroup, attach_policy, stack, where
 from .workers import (
@@ -193,6 +194,7 @@ def _run_pool(
     settings = dict(seed=seed, max_steps=max_steps, reuse=reuse)
     own = [SlotGroup(env, scenarios, indices, slots=n, **settings) for n in sizes[0]]
     processes: list[WorkerProcess] = []
+    stuck = False
     try:
         first = own[0].make(0)
         if hasattr(policy, "bind"):
@@ -204,16 +206,20 @@ def _run_pool(
         spin = SPIN_SECONDS if count <= usable_cores() else 0.0
         for parts in sizes[1:]:
             build = _builder(policy, env, scenarios, indices, own[0].spaces, parts, **settings)
-            processes.append(WorkerProcess(build, parts, spin))
+            processes.append(WorkerProcess(build, parts, spin,
+                                           place=_placer([s.name for s in scenarios], indices, seed)))
         phases = [[LocalGroup(group), *(w.part(k) for w in processes)]
                   for k, group in enumerate(own)]
         return _drive(policy, phases, jobs, scenarios, indices, seed=seed,
                       max_steps=max_steps, record=record, space=own[0].spaces[1])
+    except (Expired, TimeoutError):
+        stuck = True  # out of time: a worker may be stuck in a step, so do not wait for it
+        raise
     finally:
         for group in own:
             group.close()
         for process in processes:
-            process.close()
+            process.close(kill=stuck)
 
 
 #: This process's share of the env slots relative to a worker's, by the number of phases.
@@ -245,6 +251,21 @@ def _layout(slots: int, processes: int, jobs: int) -> list[list[int]]:
     per = [local, *(max(1, len(part)) for part in
                     np.array_split(np.arange(slots - local), processes - 1))]
     return [[len(part) for part in np.array_split(np.arange(n), phases)] for n in per]
+
+
+def _placer(names: Sequence[str], indices: list[int], seed: int) -> Any:
+    """Where a deadline struck, given the rows of a batch (``jobs`` and their agent
+    ``steps``): the first row, in the words of every rollout error, and how many more."""
+
+    def place(exc: Expired, jobs: Sequence[Job], steps: Sequence[int], what: str) -> Expired:
+        if not jobs:
+            return exc.locate(None, None, None, what)
+        (s, e), step = jobs[0], steps[0]
+        more = f" (and {len(jobs) - 1} more rows)" if len(jobs) > 1 else ""
+        return exc.locate(names[s], indices[e], step,
+                          f"{what}, for {where(names[s], indices[e], seed, step)}{more}")
+
+    return place
 
 
 def _builder(policy: Policy, env: AuditEnv, scenarios: Sequence[Scenario], indices: list[int],
@@ -291,6 +312,11 @@ def _drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios:
     # frees up starts its next episode at once; a few, so no group hoards the queue's tail.
     groups = [group for phase in phases for group in phase]
     backlog = 0 if len(groups) == 1 else 2
+    place = _placer(names, indices, seed)
+    # Outside the main thread no alarm interrupts a step: the deadline is checked between
+    # decision steps (see .deadline); in it, the alarm needs no check here.
+    bound = current()
+    polled = bound if bound is not None and bound.polled else None
 
     def hand_out(wanted: int) -> list[Job]:
         return [jobs.popleft() for _ in range(min(wanted, len(jobs)))]
@@ -325,6 +351,8 @@ def _drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios:
                 f"the agent failed ({type(exc).__name__}: {exc}) in a batched call for {at}{more}",
                 scenario=names[s], episode=indices[e], step=reply.steps[0],
             ) from exc
+        except Expired as exc:  # the deadline struck in the policy call
+            raise place(exc, reply.jobs, reply.steps, "in the agent's policy call") from None
         if bad is not None:
             s, e = reply.jobs[bad]
             raise RolloutError(
@@ -377,6 +405,11 @@ def _drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios:
     # this phase's).
     p = 0
     while any(ready) or any(asked):
+        if polled is not None and polled.passed():
+            held = [replies[id(g)] for g in ready[p] if id(g) in replies]
+            raise place(Expired(polled), held[0].jobs if held else (),
+                        held[0].steps if held else (), "between two decision steps (checked "
+                        "only there outside the main thread)")
         due = []
         for group in ready[p]:
             reply = replies.pop(id(group))

@@ -20,7 +20,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import RolloutCapWarning
+from . import lifeline
 from .batches import EpisodeBatch
+from .deadline import GRACE, Expired, current
 from .workers import Failure, died, fork_context
 
 __all__ = ["split", "merge", "rewarn", "caught_running", "run_forked", "Caught"]
@@ -73,9 +75,12 @@ def caught_running(run: Callable[[list[int]], dict[str, EpisodeBatch]],
 def _serve(conn: Any, run: Callable[[list[int]], dict[str, EpisodeBatch]],
            shard: list[int]) -> None:
     try:
-        conn.send(caught_running(run, shard))
-    except BaseException as exc:
-        conn.send(Failure(exc))
+        try:
+            conn.send(caught_running(run, shard))
+        except BaseException as exc:
+            conn.send(Failure(exc))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the runner is gone: nobody to tell
     finally:
         conn.close()
 
@@ -85,7 +90,9 @@ def run_forked(run: Callable[[list[int]], dict[str, EpisodeBatch]], shards: list
     """``run`` on every shard of episode indices, the first in this process and each other
     in a forked one (which inherits ``run`` and all it holds: nothing is pickled on the
     way there), merged; the shards' warnings are warned here (:func:`rewarn`), from the
-    runner's pool function on behalf of :func:`~.runner.run_episodes`.
+    runner's pool function on behalf of :func:`~.runner.run_episodes`. The forked
+    processes die with this one (:mod:`.lifeline`); under a deadline they arm their own
+    and say where they were stuck, and the waits for them are bounded (:mod:`.deadline`).
 
     >>> run_forked(lambda shard: {"x": EpisodeBatch("x", *([shard] * 5))}, [[0, 1], [2]],
     ...            ["x"])["x"].seeds
@@ -93,30 +100,49 @@ def run_forked(run: Callable[[list[int]], dict[str, EpisodeBatch]], shards: list
     """
     context = fork_context()
     children = []
+    bound = current()
+    stuck = False
     try:
         for shard in shards[1:]:
             conn, child = context.Pipe(duplex=False)
-            process = context.Process(target=_serve, args=(child, run, shard), daemon=True,
-                                      name="rlaudit-shard")
-            process.start()
+            lifeline.parent_end(conn)
+            process = lifeline.start(context, _serve, (child, run, shard), name="rlaudit-shard")
             child.close()
             children.append((conn, process))
         parts = [caught_running(run, shards[0])]
-        for conn, process in children:
+        for (conn, process), shard in zip(children, shards[1:], strict=True):
             try:
-                message = conn.recv()
+                message = conn.recv() if bound is None else _receive_by(bound, conn, process,
+                                                                        shard, names)
             except EOFError:
                 raise died(process) from None
             if isinstance(message, Failure):
                 raise message.exception()
             parts.append(message)
+    except (Expired, TimeoutError):
+        stuck = True  # the others may be stuck in a step too: do not wait for them
+        raise
     finally:
         for conn, process in children:
             conn.close()
-            process.join(timeout=5)
-            if process.is_alive():
-                process.terminate()
-                process.join()
+            lifeline.stop(process, wait=0.0 if stuck else 5.0)
     out = merge([part for part, _ in parts], names)
     rewarn([caught for _, caught in parts], out, stacklevel=3)
     return out
+
+
+def _receive_by(bound: Any, conn: Any, process: Any, shard: list[int],
+                names: Sequence[str]) -> Any:
+    """A shard's result, waiting at most until :data:`~.deadline.GRACE` seconds past the
+    deadline (the alarm held off, so it never cuts a message in half)."""
+    with bound.hold():
+        ready = conn.poll(max(0.0, bound.left() + GRACE))
+        message = conn.recv() if ready else None
+    if isinstance(message, Failure):  # its own words (a deadline it noticed) say more
+        return message
+    if message is None or bound.passed():
+        episodes = f"{shard[0]}" if len(shard) == 1 else f"{shard[0]} to {shard[-1]}"
+        raise Expired(bound).locate(
+            None, shard[0], None, f"in forked process {process.pid}, which did not answer in "
+            f"time: it ran episodes {episodes} of {', '.join(map(repr, names))}")
+    return message

@@ -35,6 +35,7 @@ from ..world.envs import AuditEnv
 from ..world.perturbations import seed_perturbations
 from ..world.scenarios import Scenario
 from .checks import CHECKED_STEPS, ObservationContract, unpacks_old_api, where
+from .deadline import Expired
 
 __all__ = ["Finished", "Reply", "SlotGroup", "where", "stack"]
 
@@ -238,6 +239,9 @@ class SlotGroup:
                 f"{where(self.names[s], episode, self.seed, 0)}",
                 scenario=self.names[s], episode=episode, step=0,
             ) from exc
+        except Expired as exc:  # the audit's deadline struck in this reset
+            raise exc.locate(self.names[s], episode, 0, "in the env's reset at "
+                             f"{where(self.names[s], episode, self.seed, 0)}") from None
 
     def _finish(self, slot: _Slot, capped: bool) -> Finished:
         return Finished(slot.job, slot.ret, slot.steps, len(slot.counter.rewards), capped,
@@ -247,6 +251,11 @@ class SlotGroup:
         name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
         return RolloutError(f"{what} at {where(name, episode, self.seed, slot.steps)}",
                             scenario=name, episode=episode, step=slot.steps)
+
+    def _stuck(self, exc: Expired, slot: _Slot) -> Expired:
+        name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
+        return exc.locate(name, episode, slot.steps,
+                          f"in the env's step at {where(name, episode, self.seed, slot.steps)}")
 
     def step(self, actions: Any, jobs: Sequence[Job] = ()) -> Reply:
         """Step every active row with its action (``actions[i]`` for row ``i`` of the last
@@ -268,6 +277,8 @@ class SlotGroup:
                         f"{where(self.names[slot.job[0]], self.indices[slot.job[1]], self.seed, slot.steps)}"
                     ) from exc
                 raise self._fail(slot, f"env step failed ({type(exc).__name__}: {exc})") from exc
+            except Expired as exc:  # the audit's deadline struck in this step (no cost before)
+                raise self._stuck(exc, slot) from None
             slot.steps += 1
             reward = float(reward)
             if not math.isfinite(reward):

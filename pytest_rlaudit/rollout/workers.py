@@ -21,8 +21,10 @@ go through a worker at all: each process runs whole episodes of its own
 
 Workers are started with ``fork`` (the env factory, the scenarios and any closure they
 hold are inherited, never pickled) and live for one pool run: a fork costs milliseconds,
-far less than the envs it steps. Platforms without ``fork`` (Windows) run in-process, or
-with ``backend="ray"``.
+far less than the envs it steps. They die with the process that started them, however it
+ends (:mod:`.lifeline`), and under an audit's ``timeout`` they arm their own deadline and
+say where they were stuck (:mod:`.deadline`). Platforms without ``fork`` (Windows) run
+in-process, or with ``backend="ray"``.
 
 >>> resolve_workers(None), resolve_workers(2)
 (1, 2)
@@ -40,6 +42,8 @@ from typing import Any
 
 from .._checks import workers as check_workers
 from ..errors import RolloutError
+from . import lifeline
+from .deadline import GRACE, Expired, current, error_of
 from .slots import Job, Reply, SlotGroup
 
 __all__ = ["WorkerProcess", "WorkerPart", "LocalGroup", "Failure", "died", "fork_context",
@@ -116,6 +120,7 @@ class Failure:
     """An exception raised in a worker, carried back to the runner."""
 
     def __init__(self, exc: BaseException) -> None:
+        exc = error_of(exc)  # a deadline that struck here travels as the error it means
         try:
             self.payload = pickle.dumps(exc)
         except Exception:  # an unpicklable exception: keep its words
@@ -168,7 +173,10 @@ def _serve(conn: Any, build: Callable[[], list[SlotGroup]], spin: float) -> None
             except BaseException as exc:
                 conn.send(Failure(exc))
                 break
-    except (EOFError, KeyboardInterrupt):
+    except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt, Expired):
+        # The runner is gone (its end of the pipe closed), or the deadline struck while
+        # this process waited for it (the runner says where it was itself): nobody to
+        # tell, so exit quietly.
         pass
     finally:
         for group in groups:
@@ -176,22 +184,34 @@ def _serve(conn: Any, build: Callable[[], list[SlotGroup]], spin: float) -> None
         conn.close()
 
 
+#: (the error so far, the rows a worker held, their agent steps, what it did) -> the error
+#: located at those rows, in the runner's words (:func:`~.runner._placer`).
+Placer = Callable[[Expired, Sequence[Job], Sequence[int], str], Expired]
+
+
 class WorkerProcess:
     """A forked worker process holding one :class:`SlotGroup` per phase (``build``
     returns them), each with ``sizes[k]`` slots. It steps them in the order asked, and
-    replies in that order: a reply is read by the part that asked first (:meth:`part`)."""
+    replies in that order: a reply is read by the part that asked first (:meth:`part`).
+
+    Under a deadline (:func:`~.deadline.current` when it starts) the waits for its replies
+    are bounded: a worker stuck in a step says so itself (its own alarm), else after
+    :data:`~.deadline.GRACE` seconds ``place`` names the rows it held.
+    """
 
     def __init__(self, build: Callable[[], list[SlotGroup]], sizes: Sequence[int],
-                 spin: float = 0.0) -> None:
+                 spin: float = 0.0, place: Placer | None = None) -> None:
         self.sizes = list(sizes)
         self.waiter = _Waiter(spin)
         self.asked: deque[int] = deque()  # parts with a reply to come, oldest first
         self.lost = False  # the process is gone: what it said before is still to be read
+        self.deadline = current()
+        self.place = place
+        self.rows: dict[int, tuple[Sequence[Job], Sequence[int]]] = {}  # under a deadline
         context = fork_context()
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, build, spin), daemon=True,
-                                       name="rlaudit-envs")
-        self.process.start()
+        lifeline.parent_end(self.conn)
+        self.process = lifeline.start(context, _serve, (child, build, spin), name="rlaudit-envs")
         child.close()
 
     def part(self, k: int) -> WorkerPart:
@@ -200,6 +220,8 @@ class WorkerProcess:
 
     def send(self, part: int, actions: Any, jobs: Sequence[Job]) -> None:
         self.asked.append(part)
+        if self.deadline is not None and part not in self.rows:  # its first jobs: resets
+            self.rows[part] = (list(jobs), [0] * len(jobs))
         if self.lost:
             return
         try:
@@ -214,22 +236,46 @@ class WorkerProcess:
         self.asked.popleft()
         try:
             self.waiter.wait(self.conn)
-            message = self.conn.recv()
+            if self.deadline is None:
+                message = self.conn.recv()
+            else:
+                message = self._receive_by(part)
         except (EOFError, ConnectionResetError):
             raise died(self.process) from None
         if isinstance(message, Failure):
             raise message.exception()
         return message
 
-    def close(self) -> None:
+    def _receive_by(self, part: int) -> Any:
+        """The next message, waiting at most until :data:`GRACE` seconds past the deadline
+        (the alarm held off, so it never cuts a message in half); past the deadline,
+        :class:`Expired` naming the rows the worker held."""
+        bound = self.deadline
+        assert bound is not None
+        with bound.hold():
+            ready = self.conn.poll(max(0.0, bound.left() + GRACE))
+            message = self.conn.recv() if ready else None
+        if isinstance(message, Failure):  # its own words (a deadline it noticed) say more
+            return message
+        if message is None or bound.passed():
+            jobs, steps = ((message.jobs, message.steps) if message is not None
+                           else self.rows.get(part, ((), ())))
+            what = ("which did not answer in time" if message is None
+                    else "which answered only at the deadline")
+            exc = Expired(bound)
+            raise (self.place(exc, jobs, steps, f"in env worker process {self.process.pid} "
+                                                f"({what})") if self.place else exc)
+        self.rows[part] = (message.jobs, message.steps)
+        return message
+
+    def close(self, kill: bool = False) -> None:
+        """Ask the process to stop and reap it; ``kill``: at once (it may be stuck in a
+        step, after a timeout)."""
         try:
             self.conn.send(None)
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass
-        self.process.join(timeout=5)
-        if self.process.is_alive():
-            self.process.terminate()
-            self.process.join()
+        lifeline.stop(self.process, wait=0.0 if kill else 5.0)
         self.conn.close()
 
 

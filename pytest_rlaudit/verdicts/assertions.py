@@ -28,6 +28,7 @@ from ..auditing.results import (
     check_episodes,
     summarise,
 )
+from ..rollout.deadline import bounded
 from ..rollout.replay import check_replay
 from ..rollout.runner import (
     DEFAULT_MAX_STEPS,
@@ -164,6 +165,7 @@ def assert_robust(
     max_steps: int = DEFAULT_MAX_STEPS,
     workers: int | str | None = None,
     backend: str = "local",
+    timeout: float | None = None,
 ) -> ScenarioResult:
     """Assert that ``agent`` keeps its return on ``env`` under ``scenario``; return its numbers.
 
@@ -181,7 +183,8 @@ def assert_robust(
     resolve, the interval is narrower than ``target_ci_width``, or ``max_episodes`` is
     reached (a group-sequential design: see :func:`pytest_rlaudit.stats.adaptive_sample`
     for the error control). ``workers`` and ``backend`` say where episodes run, as in
-    :func:`~pytest_rlaudit.audit` (never changing a number). Raises
+    :func:`~pytest_rlaudit.audit` (never changing a number); ``timeout`` bounds the whole
+    check in seconds, as there (:class:`~pytest_rlaudit.errors.RolloutTimeoutError`). Raises
     :class:`RobustnessError` with the numbers, the seed to reproduce and the diagnosis.
     """
     __tracebackhide__ = True  # pytest shows the test's line, then this message
@@ -191,12 +194,14 @@ def assert_robust(
         agent, env, scenario, min_ratio=min_ratio, min_rating=min_rating, mode=mode,
         episodes=episodes, seed=seed, reference=reference, confidence=confidence,
         max_episodes=max_episodes, target_ci_width=target_ci_width, batch_size=batch_size,
-        thresholds=thresholds, max_steps=max_steps, workers=workers, backend=backend)
+        thresholds=thresholds, max_steps=max_steps, workers=workers, backend=backend,
+        timeout=timeout)
     if not check.passed:
         raise RobustnessError(check.message, check.result)
     return check.result
 
 
+@bounded
 def check_robust(
     agent: Any,
     env: EnvLike,
@@ -217,6 +222,7 @@ def check_robust(
     workers: int | str | None = None,
     backend: str = "local",
     cache: MutableMapping[Hashable, Any] | None = None,
+    timeout: float | None = None,
 ) -> RobustnessCheck:
     """:func:`assert_robust` without the raise: the numbers and the verdict.
 
@@ -226,6 +232,7 @@ def check_robust(
     episode range, so that several scenarios of one agent share them (the pytest plugin
     keeps one per process, and one per hypothesis test for the examples to share).
     Only share a cache while the agent does not change: it is keyed by identity.
+    ``timeout``: seconds for the whole check, rollouts cached or not (None: no limit).
 
     >>> check = check_robust("random", "CartPole-v1", "delay", min_ratio=0.5, episodes=4)
     >>> check.passed, check.result.name

@@ -1,0 +1,162 @@
+"""``--rl-timeout`` and the plugins that end tests (issue 23, points 4, 5 and 10): an env
+step that never returns fails its item with RolloutTimeoutError and the run ends, with and
+without xdist; pytest-timeout keeps working beside it; its ``thread`` method, which ends
+pytest with ``os._exit``, leaves no worker process behind holding the run's output open.
+
+Runs that could hang are subprocesses with a timeout, so that a regression fails here
+instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX timers")
+
+PROJECT = """
+import multiprocessing
+import os
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+
+class Hangs(gym.Wrapper):
+    '''Agent step 3 of episode 2 never returns (or of every episode in the processes named
+    HANG_IN, such as rlaudit-envs: env workers, each writing its pid to children.txt).'''
+
+    def reset(self, *, seed=None, options=None):
+        self.seed_, self.t = seed, 0
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        where = os.environ.get("HANG_IN")
+        name = multiprocessing.current_process().name
+        if where and name == where and self.t == 0:
+            with open("children.txt", "a") as f:
+                f.write(f"{os.getpid()}\\n")
+        if self.t == 3 and (name == where if where else self.seed_ == 2):
+            time.sleep(10**6)
+        self.t += 1
+        return self.env.step(action)
+
+
+@pytest.fixture(scope="session")
+def rl_agent():
+    return lambda obs: (np.asarray(obs) @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
+
+
+@pytest.fixture(scope="session")
+def rl_env():
+    return lambda: Hangs(gym.make("CartPole-v1"))
+
+
+@pytest.mark.rl_scenario("delay")
+@pytest.mark.rl_episodes(4)
+def test_hangs(rl_audit):
+    rl_audit()
+"""
+
+BASE = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "--rl-audit")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(test_hang=PROJECT)
+    return pytester
+
+
+def run(project: pytest.Pytester, *args: str, hang_in: str = "") -> tuple[subprocess.CompletedProcess,
+                                                                           float]:
+    """``python -m pytest`` in the project, as CI runs it: its output read through pipes,
+    which a process left behind would hold open (so a leak hangs here, bounded)."""
+    began = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "pytest", *BASE, *args], cwd=project.path,
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "HANG_IN": hang_in})
+    return out, time.monotonic() - began
+
+
+@pytest.mark.parametrize("how", ["-n 2", "ini"])
+def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends(project, how):
+    if how == "ini":
+        project.makeini("[pytest]\nrl_timeout = 2\n")
+        args = ()
+    else:
+        args = ("--rl-timeout", "2", "-n", "2")
+    out, took = run(project, *args)
+    assert took < 60
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "1 failed" in out.stdout
+    assert "RolloutTimeoutError: the audit ran past its timeout of 2 s: it was stuck in the env's " \
+           "step at scenario '" in out.stdout
+    assert "episode 2 (env seed 2), agent step 3" in out.stdout
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
+def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project, xdist):
+    pytest.importorskip("pytest_timeout")
+    out, took = run(project, "--rl-workers", "2", "--timeout", "3", "--timeout-method", "thread",
+                    *xdist, hang_in="rlaudit-envs")
+    assert took < 60
+    assert out.returncode != 0
+    # pytest-timeout ended pytest, or the xdist worker (which the controller reports)
+    assert ("crashed while running" if xdist else "Timeout") in out.stdout + out.stderr
+    children = {int(pid) for pid in (project.path / "children.txt").read_text().split()}
+    assert children
+    began = time.monotonic()  # killed with pytest: dead within moments (5 s at most)
+    while any(_alive(pid) for pid in children) and time.monotonic() - began < 5:
+        time.sleep(0.05)
+    left = [pid for pid in children if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"env workers outlived pytest: {left}"
+
+
+def test_pytest_timeouts_signal_method_still_fires_first_beside_rl_timeout(project):
+    pytest.importorskip("pytest_timeout")
+    out, took = run(project, "--rl-timeout", "60", "--timeout", "2", "--timeout-method", "signal")
+    assert took < 60
+    assert out.returncode == 1
+    assert "Failed: Timeout (>2.0s) from pytest-timeout" in out.stdout
+    assert "RolloutTimeoutError" not in out.stdout
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "abc", "inf"])
+def test_bad_rl_timeouts_are_usage_errors(pytester: pytest.Pytester, bad):
+    result = pytester.runpytest("--rl-timeout", bad)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*argument --rl-timeout: must be a finite number > 0 (seconds), "
+                                 "got *"])
+
+
+def test_a_bad_rl_timeout_ini_key_is_a_usage_error(pytester: pytest.Pytester):
+    pytester.makeini("[pytest]\nrl_timeout = 0\n")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest("--rl-audit")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini option rl_timeout = '0': must be a finite number > 0 "
+                                 "(seconds), got 0.0*"])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return state not in "ZX"
