@@ -162,7 +162,9 @@ class ObservationContract:
     def check_reset(self, result: Any, at: At) -> None:
         """Hold what ``reset()`` returned to Gymnasium's API (``(obs, info)``) and its
         observation to :meth:`check`."""
-        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+        # The pair's shape only: an info that is no dict is Gymnasium's passive checker's
+        # business (it fails registered envs for it), not the old API.
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise self.old_api(f"reset() returned {_kind(result)} instead of the pair "
                                 f"(observation, info), {_words(at)}")
         self.check(result[0], at)
@@ -170,7 +172,7 @@ class ObservationContract:
     def check_step(self, result: Any, at: At) -> None:
         """Hold what ``step()`` returned to Gymnasium's API (five values) and its
         observation to :meth:`check`."""
-        if not (isinstance(result, tuple) and len(result) == 5):
+        if not (isinstance(result, (tuple, list)) and len(result) == 5):
             raise self.old_api(
                 f"step() returned {_kind(result)} instead of Gymnasium's five values "
                 f"(observation, reward, terminated, truncated, info), {_words(at)}")
