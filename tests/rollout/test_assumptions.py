@@ -98,6 +98,18 @@ class SeededSampler(BasePolicy):
         return np.where(flips, 1 - greedy, greedy), states
 
 
+@pytest.fixture(autouse=True)
+def seeded_global_generators():
+    """The global generators the bad envs and agents draw from, seeded (so that each test
+    sees the same draws) and put back afterwards."""
+    numpy_state, stdlib_state = np.random.get_state(), random.getstate()
+    np.random.seed(1234)
+    random.seed(1234)
+    yield
+    np.random.set_state(numpy_state)
+    random.setstate(stdlib_state)
+
+
 class Counting:
     """A factory that counts the envs it makes."""
 
@@ -206,3 +218,47 @@ def test_the_replay_costs_a_few_dozen_policy_calls_of_one_row():
 
     check_replay(as_policy(counted), AuditEnv("Drift", Drift), seed=0)
     assert len(calls) == 2 * min(REPLAY_STEPS, 20) and set(calls) == {1}
+
+
+def _torch_agents():
+    torch = pytest.importorskip("torch")
+    from torch import nn
+    from torch.distributions import Categorical
+
+    class Sampling(nn.Module):
+        """cleanrl/ppo.py's shape: get_action_and_value samples."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.pi, self.v = nn.Linear(4, 2), nn.Linear(4, 1)
+
+        def get_action_and_value(self, x, action=None):
+            probs = Categorical(logits=self.pi(x))
+            action = probs.sample() if action is None else action
+            return action, probs.log_prob(action), probs.entropy(), self.v(x)
+
+    class NoisyQ(nn.Module):
+        """Q-values plus noise from torch's global generator: outside the seeds."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.q = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.q(x) + torch.randn(x.shape[0], 2)
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return Sampling(), NoisyQ()
+
+
+def test_a_torch_agent_sampling_through_its_seeded_stream_passes_and_global_noise_does_not():
+    import torch
+
+    sampling, noisy = _torch_agents()
+    cartpole = AuditEnv("CartPole-v1", lambda: gym.make("CartPole-v1"))
+    check_replay(as_policy(sampling, deterministic=False), cartpole, seed=0)
+    with torch.random.fork_rng(devices=[]), pytest.raises(
+            NonReproducibleError, match="^agent NoisyQ does not replay"):
+        torch.manual_seed(1234)
+        check_replay(as_policy(noisy), cartpole, seed=0)
