@@ -120,6 +120,12 @@ class _Deadline:
     def passed(self) -> bool:
         return self.fired or time.monotonic() >= self.at - _SLACK
 
+    def expire(self) -> Expired:
+        """The error for a deadline found passed by a check (not the alarm): the alarm,
+        if still to come, will not fire again while the error unwinds."""
+        self.fired = True
+        return Expired(self)
+
     @contextmanager
     def hold(self) -> Iterator[None]:
         """A wait that bounds itself (``poll(left + GRACE)``, ``ray.wait(timeout=...)``):

@@ -276,7 +276,7 @@ def _get_by(ray: Any, refs: list[Any]) -> list[Any]:
     except ray.exceptions.GetTimeoutError:
         out = None
     if out is None or bound.passed():
-        raise Expired(bound).locate(None, None, None, "while the Ray actors loaded the agent, "
+        raise bound.expire().locate(None, None, None, "while the Ray actors loaded the agent, "
                                     "env and scenarios (they did not answer in time)")
     return out
 
@@ -323,9 +323,9 @@ def _dispatch(ray: Any, actors: list[Any], call: int, shards: list[list[int]],
 def _late(bound: Any, running: list[list[int]], names: list[str]) -> Expired:
     """The deadline passed while Ray actors ran the shards ``running``: where they were."""
     if not running:
-        return Expired(bound).locate(None, None, None, "waiting for the Ray actors' results")
+        return bound.expire().locate(None, None, None, "waiting for the Ray actors' results")
     spans = ", ".join(str(s[0]) if len(s) == 1 else f"{s[0]} to {s[-1]}" for s in running)
-    return Expired(bound).locate(
+    return bound.expire().locate(
         None, running[0][0], None, f"on Ray actors, which did not answer in time: they ran "
         f"episodes {spans} of {', '.join(map(repr, names))}")
 

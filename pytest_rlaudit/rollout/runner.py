@@ -407,7 +407,7 @@ def _drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios:
     while any(ready) or any(asked):
         if polled is not None and polled.passed():
             held = [replies[id(g)] for g in ready[p] if id(g) in replies]
-            raise place(Expired(polled), held[0].jobs if held else (),
+            raise place(polled.expire(), held[0].jobs if held else (),
                         held[0].steps if held else (), "between two decision steps (checked "
                         "only there outside the main thread)")
         due = []

@@ -14,6 +14,7 @@ index), never on the process that ran it, so merged shards give a local run's nu
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import warnings
 from collections.abc import Callable, Sequence
@@ -74,13 +75,17 @@ def caught_running(run: Callable[[list[int]], dict[str, EpisodeBatch]],
 
 def _serve(conn: Any, run: Callable[[list[int]], dict[str, EpisodeBatch]],
            shard: list[int]) -> None:
+    bound = current()
     try:
         try:
-            conn.send(caught_running(run, shard))
+            out: Any = caught_running(run, shard)
         except BaseException as exc:
-            conn.send(Failure(exc))
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the runner is gone: nobody to tell
+            out = Failure(exc)
+        # Past its deadline a message must not be cut in half: the runner reads it whole.
+        with bound.hold() if bound is not None else contextlib.nullcontext():
+            conn.send(out)
+    except (BrokenPipeError, ConnectionResetError, Expired):
+        pass  # the runner is gone, or out of time already: nobody to tell
     finally:
         conn.close()
 
@@ -142,7 +147,7 @@ def _receive_by(bound: Any, conn: Any, process: Any, shard: list[int],
         return message
     if message is None or bound.passed():
         episodes = f"{shard[0]}" if len(shard) == 1 else f"{shard[0]} to {shard[-1]}"
-        raise Expired(bound).locate(
+        raise bound.expire().locate(
             None, shard[0], None, f"in forked process {process.pid}, which did not answer in "
             f"time: it ran episodes {episodes} of {', '.join(map(repr, names))}")
     return message

@@ -160,6 +160,7 @@ class _Waiter:
 def _serve(conn: Any, build: Callable[[], list[SlotGroup]], spin: float) -> None:
     groups: list[SlotGroup] = []
     waiter = _Waiter(spin)
+    bound = current()  # this process's own deadline (lifeline.start armed it)
     try:
         groups = build()
         while True:
@@ -169,9 +170,15 @@ def _serve(conn: Any, build: Callable[[], list[SlotGroup]], spin: float) -> None
                 break
             part, actions, jobs = message
             try:
-                conn.send(groups[part].step(actions, jobs))
+                reply: Any = groups[part].step(actions, jobs)
             except BaseException as exc:
-                conn.send(Failure(exc))
+                reply = Failure(exc)
+            if bound is None:
+                conn.send(reply)
+            else:  # only a step may be cut short: a reply cut in half would be read as one
+                with bound.hold():
+                    conn.send(reply)
+            if isinstance(reply, Failure):
                 break
     except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt, Expired):
         # The runner is gone (its end of the pipe closed), or the deadline struck while
@@ -254,7 +261,12 @@ class WorkerProcess:
         assert bound is not None
         with bound.hold():
             ready = self.conn.poll(max(0.0, bound.left() + GRACE))
-            message = self.conn.recv() if ready else None
+            try:
+                message = self.conn.recv() if ready else None
+            except (EOFError, ConnectionResetError):
+                if not bound.passed():
+                    raise
+                message = None  # it ended at the deadline (its own alarm in its setup)
         if isinstance(message, Failure):  # its own words (a deadline it noticed) say more
             return message
         if message is None or bound.passed():
@@ -262,7 +274,7 @@ class WorkerProcess:
                            else self.rows.get(part, ((), ())))
             what = ("which did not answer in time" if message is None
                     else "which answered only at the deadline")
-            exc = Expired(bound)
+            exc = bound.expire()
             raise (self.place(exc, jobs, steps, f"in env worker process {self.process.pid} "
                                                 f"({what})") if self.place else exc)
         self.rows[part] = (message.jobs, message.steps)

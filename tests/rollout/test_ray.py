@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from pytest_rlaudit import scenarios
-from pytest_rlaudit.errors import RolloutCapWarning, RolloutError
+from pytest_rlaudit.errors import RolloutCapWarning, RolloutError, RolloutTimeoutError
 from pytest_rlaudit.rollout import ray_pool
+from pytest_rlaudit.rollout.deadline import within
 from pytest_rlaudit.rollout.ray_pool import run_pool_on_ray
 from pytest_rlaudit.rollout.runner import DEFAULT_MAX_STEPS, _run_pool
 from pytest_rlaudit.world.agents import as_policy
@@ -158,6 +159,31 @@ def test_an_actor_that_dies_fails_the_call_and_the_next_call_starts_afresh():
                         batch_size=None, max_steps=500, record=False, workers=2)
     assert_identical(*both(balance(), CARTPOLE, scenarios.resolve(["nominal"]), range(2)))
     assert ray_pool.last_timing.new_actors == 2
+
+
+def test_a_step_stuck_on_an_actor_ends_the_call_in_time_naming_where_and_the_next_runs():
+    class Stuck(gym.Wrapper):
+        def reset(self, *, seed=None, options=None):
+            self.seed_, self.t = seed, 0
+            return super().reset(seed=seed, options=options)
+
+        def step(self, action):
+            if self.seed_ == 3 + 2 and self.t == 3:
+                time.sleep(10**6)  # the actor's own alarm ends it
+            self.t += 1
+            return super().step(action)
+
+    env = AuditEnv("stuck", lambda: Stuck(gym.make("CartPole-v1")))
+    began = time.monotonic()
+    with pytest.raises(RolloutTimeoutError) as info, within(5):
+        run_pool_on_ray(balance(), env, scenarios.resolve(["nominal"]), range(4), seed=3,
+                        batch_size=None, max_steps=500, record=False, workers=2)
+    assert time.monotonic() - began < 15
+    assert (info.value.scenario, info.value.episode, info.value.step) == ("nominal", 2, 3)
+    assert ("ran past its timeout of 5 s: it was stuck in the env's step at scenario "
+            "'nominal', episode 2 (env seed 5), agent step 3") in str(info.value)
+    # the actors still running were killed; the next call starts afresh
+    assert_identical(*both(balance(), CARTPOLE, scenarios.resolve(["nominal"]), range(2)))
 
 
 def test_idle_actors_are_released_and_started_again_when_needed(monkeypatch):
