@@ -10,6 +10,7 @@ import pytest_rlaudit.perturbations as P
 from pytest_rlaudit import Scenario, Schedule, scenarios
 from pytest_rlaudit.errors import PerturbationError, UnknownEnvError, UnknownScenarioError
 from pytest_rlaudit.perturbations import ObservationNoise, Speed
+from pytest_rlaudit.world import scenarios as world_scenarios
 from pytest_rlaudit.world.envs import env_spec
 
 
@@ -72,7 +73,10 @@ def test_scenarios_are_immutable_and_hashable():
     assert s != s.with_params(steps=2)
 
 
-def test_register_custom_scenarios_and_guard_names():
+def test_register_custom_scenarios_and_guard_names(monkeypatch):
+    # on a copy of the registry: a scenario left registered would change what tests that
+    # read the whole registry see (test_curves' ladders), by which tests shared a worker
+    monkeypatch.setattr(world_scenarios, "_REGISTRY", dict(world_scenarios._REGISTRY))
     custom = Scenario("test_noisy_imu", "custom", ObservationNoise, {"sigma": 0.3})
     scenarios.register(custom)
     assert scenarios.get("test_noisy_imu") is custom
