@@ -105,7 +105,7 @@ def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends(project,
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
 def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project, xdist):
     pytest.importorskip("pytest_timeout")
-    out, took = run(project, "--rl-workers", "2", "--timeout", "3", "--timeout-method", "thread",
+    out, took = run(project, "--rl-workers", "2", "--timeout", "4", "--timeout-method", "thread",
                     *xdist, hang_in="rlaudit-envs")
     assert took < 60
     assert out.returncode != 0
