@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 from .._checks import number
 from ..errors import RolloutTimeoutError
 
-__all__ = ["Expired", "within", "bounded", "current", "arm_in_child", "error_of",
+__all__ = ["Deadline", "Expired", "within", "bounded", "current", "arm_in_child", "error_of",
            "check_timeout", "GRACE"]
 
 #: Seconds past the deadline the runner waits for a worker process or Ray actor to say
@@ -62,7 +62,7 @@ GRACE = 1.0
 #: seconds a deadline counts as due.
 _SLACK = 1e-3
 
-_CURRENT: ContextVar[_Deadline | None] = ContextVar("rlaudit_deadline", default=None)
+_CURRENT: ContextVar[Deadline | None] = ContextVar("rlaudit_deadline", default=None)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,7 +85,7 @@ class Expired(BaseException):
     (:meth:`locate`) on its way up; :func:`within` turns it into a
     :class:`~pytest_rlaudit.errors.RolloutTimeoutError`."""
 
-    def __init__(self, deadline: _Deadline) -> None:
+    def __init__(self, deadline: Deadline) -> None:
         super().__init__("the audit's deadline passed")
         self.deadline = deadline
         self.scenario: str | None = None
@@ -102,7 +102,7 @@ class Expired(BaseException):
         return self
 
 
-class _Deadline:
+class Deadline:
     """One deadline: ``at`` on the ``time.monotonic`` clock, ``timeout`` the seconds the
     caller gave (for the message)."""
 
@@ -118,6 +118,7 @@ class _Deadline:
         return self.at - time.monotonic()
 
     def passed(self) -> bool:
+        """Whether the deadline has come (the alarm fired, or the clock says so)."""
         return self.fired or time.monotonic() >= self.at - _SLACK
 
     def expire(self) -> Expired:
@@ -162,7 +163,7 @@ class _Alarm:
     """``SIGALRM`` for a deadline, sharing the signal with a timer already running (see
     the module). Main thread only."""
 
-    def __init__(self, deadline: _Deadline) -> None:
+    def __init__(self, deadline: Deadline) -> None:
         self.deadline = deadline
         self.live = False
         self.saved: Any = None
@@ -229,7 +230,7 @@ def _can_signal() -> bool:
             and threading.current_thread() is threading.main_thread())
 
 
-def current() -> _Deadline | None:
+def current() -> Deadline | None:
     """The deadline in force in this thread (None: no limit)."""
     return _CURRENT.get()
 
@@ -253,7 +254,7 @@ def within(timeout: float | None, *, said: float | None = None) -> Iterator[None
     if outer is not None and outer.at <= at:
         yield
         return
-    deadline = _Deadline(at, timeout if said is None else said)
+    deadline = Deadline(at, timeout if said is None else said)
     token = _CURRENT.set(deadline)
     alarm = _Alarm(deadline) if _can_signal() else None
     try:
@@ -292,7 +293,7 @@ def arm_in_child() -> None:
     inherited = _CURRENT.get()
     if inherited is None:
         return
-    deadline = _Deadline(inherited.at, inherited.timeout)
+    deadline = Deadline(inherited.at, inherited.timeout)
     _CURRENT.set(deadline)
     if hasattr(signal, "setitimer"):
         signal.setitimer(signal.ITIMER_REAL, 0.0)
