@@ -18,7 +18,7 @@ timesteps: agent PPO does no better than random actions: ... would measure nothi
 >>> RobustnessCallback("CartPole-v1", audit_freq=0)
 Traceback (most recent call last):
 ...
-pytest_rlaudit.errors.InvalidArgumentError: audit_freq must be an integer >= 1 (timesteps between audits), got 0
+pytest_rlaudit.errors.InvalidArgumentError: audit_freq must be an integer >= 1 (timesteps between audits), ...
 """
 
 from __future__ import annotations

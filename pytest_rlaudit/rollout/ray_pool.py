@@ -9,9 +9,7 @@ that ran it (DESIGN.md section 5), so the merged numbers are those of a local ru
 Ray is imported only here, when a run asks for it. ``ray.init()`` runs only if Ray is not
 running yet: ``RAY_ADDRESS`` (Ray's own convention) or the caller's own ``ray.init(...)``
 choose the cluster. A ``RAY_ADDRESS`` that does not answer is an error naming it within
-:data:`CONNECT_SECONDS` (nothing accepts a connection there), or :data:`INIT_SECONDS` more
-(something does, but ``ray.init`` cannot join a cluster through it; bounded in the main
-thread), where Ray itself retries for minutes, printing a line each time.
+seconds, where Ray itself retries for minutes (:mod:`.ray_connect`).
 
 Under an audit's ``timeout`` (:mod:`.deadline`) every actor runs its shard under the time
 left, and says where it was stuck; the waits for actors end :data:`~.deadline.GRACE`
@@ -31,7 +29,6 @@ left running shards nobody will read.
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import socket
 import threading
@@ -46,28 +43,21 @@ from typing import Any
 from .._checks import integer
 from .._checks import seed as check_seed
 from .._optional import require
-from ..errors import RLAuditError, RolloutTimeoutError
 from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.scenarios import Scenario
 from .deadline import GRACE, Expired, current, within
+from .ray_connect import init
 from .runner import EpisodeBatch, _run_pool
 from .shards import caught_running, merge, rewarn, split
 
-__all__ = ["run_pool_on_ray", "RayTiming", "last_timing", "release_actors", "IDLE_SECONDS",
-           "CONNECT_SECONDS", "check_reachable"]
+__all__ = ["run_pool_on_ray", "RayTiming", "last_timing", "release_actors", "IDLE_SECONDS"]
 
 #: Seconds without a call after which the kept actors are killed (their CPUs freed). The
 #: calls of one audit come milliseconds apart; the caller's own Ray tasks that want those
 #: CPUs wait at most this long (or call :func:`release_actors` first).
 IDLE_SECONDS = 10.0
 
-#: How long the cluster named by ``RAY_ADDRESS`` has to accept a connection before
-#: ``ray.init`` is tried (:func:`check_reachable`): a head node answers in milliseconds.
-CONNECT_SECONDS = 5.0
-#: How long ``ray.init`` may try to join the cluster ``RAY_ADDRESS`` names (it joins in
-#: seconds; a proxy or another service on that port keeps it retrying for minutes).
-INIT_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -140,7 +130,7 @@ def run_pool_on_ray(
         began = perf_counter()
         started = not ray.is_initialized()
         if started:
-            _init(ray)
+            init(ray)
         cpus = max(1, int(ray.cluster_resources().get("CPU", 0)))
         shards = split(indices, min(len(indices), cpus if workers is None else workers))
         actors, new = _POOL.take(ray, min(len(shards), cpus))
@@ -191,76 +181,6 @@ def _put(ray: Any, obj: Any, what: str) -> Any:
             f'backend="ray" ships {what} to every actor with cloudpickle, and {what} '
             f"cannot be pickled ({reason}). Give an importable or picklable object (a "
             "factory function rather than a live env or a handle to a resource)."
-        ) from None
-
-
-#: An HTTP/2 client's opening (the preface and an empty SETTINGS frame): a gRPC server, as
-#: a Ray head's GCS and a Ray Client server are, answers it with a SETTINGS frame at once.
-_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
-_SETTINGS = 4
-
-
-def check_reachable() -> None:
-    """Nothing, if ``RAY_ADDRESS`` is unset, ``auto`` or ``local``, or names a
-    ``host:port`` (``ray://host:port`` for a Ray Client server) where a gRPC server, as a
-    Ray head is, answers within :data:`CONNECT_SECONDS`; else an
-    :class:`~pytest_rlaudit.errors.RLAuditError` naming it and the fix (``ray.init``
-    would retry for minutes, blocked in Ray's own code where no timeout reaches it).
-    """
-    address = os.environ.get("RAY_ADDRESS", "").strip()
-    if address in ("", "auto", "local"):
-        return  # a local Ray (started, or found by Ray's own files), no network
-    host, sep, port = address.partition("://")[2 if "://" in address else 0].rpartition(":")
-    if not sep or not port.isdigit():
-        return  # not host:port: Ray says what is wrong with it
-    began = perf_counter()
-    try:
-        sock = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS)
-    except OSError as exc:
-        reason = (f"no answer within {CONNECT_SECONDS:g} s" if isinstance(exc, TimeoutError)
-                  else (exc.strerror or type(exc).__name__).lower())
-        raise RLAuditError(
-            f'backend="ray" cannot reach the Ray cluster at RAY_ADDRESS={address} ({reason}; '
-            "Ray itself would retry for minutes). Start the "
-            "cluster there (ray start --head on that machine), correct RAY_ADDRESS, or unset "
-            "it to start a local Ray on this machine."
-        ) from None
-    head = b""
-    with sock:
-        try:
-            sock.settimeout(max(0.1, CONNECT_SECONDS - (perf_counter() - began)))
-            sock.sendall(_HTTP2_HELLO)
-            while len(head) < 9 and (chunk := sock.recv(9 - len(head))):
-                head += chunk
-        except OSError:  # silence, or a reset: not a gRPC server either way
-            pass
-    if len(head) < 9 or head[3] != _SETTINGS:
-        raise RLAuditError(
-            f'backend="ray": something answers at RAY_ADDRESS={address}, but not a Ray head '
-            "node (no gRPC server there; Ray itself would retry for minutes). Give the head's "
-            "GCS address (port 6379 by default; ray://host:10001 for Ray Client), or unset "
-            "RAY_ADDRESS to start a local Ray on this machine."
-        )
-
-
-def _init(ray: Any) -> None:
-    """``ray.init()``, for a ``RAY_ADDRESS`` that names a cluster bounded in time (see the
-    module): an error naming it rather than minutes of Ray's retries."""
-    check_reachable()
-    address = os.environ.get("RAY_ADDRESS", "").strip()
-    remote = address not in ("", "auto", "local")
-    try:
-        with within(INIT_SECONDS if remote else None):
-            ray.init(include_dashboard=False, logging_level=logging.ERROR)
-    except RolloutTimeoutError:  # this bound's, not the audit's (that one comes as Expired)
-        ray.shutdown()
-        raise RLAuditError(
-            f'backend="ray" could not join the Ray cluster at RAY_ADDRESS={address} within '
-            f"{INIT_SECONDS:g} s: something answers there, but ray.init cannot join it (not a "
-            "Ray head node, another Ray version, or a cluster that wants an auth token this "
-            "process lacks). Check the address and port (the head's GCS port, 6379 by "
-            "default; ray://host:10001 for Ray Client) and the cluster, or unset RAY_ADDRESS "
-            "to start a local Ray on this machine."
         ) from None
 
 

@@ -37,7 +37,7 @@ from pytest_rlaudit import (
     tolerance,
 )
 from pytest_rlaudit.errors import InvalidArgumentError
-from pytest_rlaudit.rollout import deadline, ray_pool
+from pytest_rlaudit.rollout import deadline, ray_connect
 from pytest_rlaudit.rollout.deadline import within
 from pytest_rlaudit.rollout.shards import run_forked
 
@@ -348,14 +348,14 @@ def test_a_ray_address_that_does_not_answer_is_named(monkeypatch, address):
     monkeypatch.setenv("RAY_ADDRESS", address)
     began = time.monotonic()
     with pytest.raises(RLAuditError, match=rf"RAY_ADDRESS={address}\b.*unset it"):
-        ray_pool.check_reachable()
+        ray_connect.check_reachable()
     assert time.monotonic() - began < 30
 
 
 @pytest.mark.parametrize("address", ["", "auto", "local"])
 def test_a_local_ray_address_needs_no_network(monkeypatch, address):
     monkeypatch.setenv("RAY_ADDRESS", address)
-    ray_pool.check_reachable()
+    ray_connect.check_reachable()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
@@ -391,12 +391,12 @@ def test_something_other_than_ray_at_ray_address_is_named(monkeypatch, says):
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    monkeypatch.setattr(ray_pool, "CONNECT_SECONDS", 1.0)
+    monkeypatch.setattr(ray_connect, "CONNECT_SECONDS", 1.0)
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{server.getsockname()[1]}")
     try:
         with pytest.raises(RLAuditError, match=r"something answers at RAY_ADDRESS=127\.0\.0\.1:"
                                                r"\d+, but not a Ray head node"):
-            ray_pool.check_reachable()
+            ray_connect.check_reachable()
     finally:
         stop.set()
         thread.join()
