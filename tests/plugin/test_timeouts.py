@@ -87,14 +87,8 @@ def run(project: pytest.Pytester, *args: str, hang_in: str = "") -> tuple[subpro
     return out, time.monotonic() - began
 
 
-@pytest.mark.parametrize("how", ["-n 2", "ini"])
-def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends(project, how):
-    if how == "ini":
-        project.makeini("[pytest]\nrl_timeout = 2\n")
-        args = ()
-    else:
-        args = ("--rl-timeout", "2", "-n", "2")
-    out, took = run(project, *args)
+def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends_under_xdist(project):
+    out, took = run(project, "--rl-timeout", "2", "-n", "2")
     assert took < 60
     assert out.returncode == 1, out.stdout + out.stderr
     assert "1 failed" in out.stdout
@@ -103,10 +97,22 @@ def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends(project,
     assert "episode 2 (env seed 2), agent step 3" in out.stdout
 
 
+def test_the_ini_key_bounds_an_audit_in_process(project, monkeypatch):
+    # In-process (no new interpreter): the alarm interrupts the step in this main thread,
+    # as test_bounds' in-process audits show; a regression would hang them all alike.
+    monkeypatch.delenv("HANG_IN", raising=False)
+    project.makeini("[pytest]\nrl_timeout = 1\n")
+    result = project.runpytest(*BASE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*RolloutTimeoutError: the audit ran past its timeout of 1 s: it was stuck in the "
+        "env's step at scenario '*', episode 2 (env seed 2), agent step 3*"])
+
+
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
 def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project, xdist):
     pytest.importorskip("pytest_timeout")
-    out, took = run(project, "--rl-workers", "2", "--timeout", "4", "--timeout-method", "thread",
+    out, took = run(project, "--rl-workers", "2", "--timeout", "3", "--timeout-method", "thread",
                     *xdist, hang_in="rlaudit-envs")
     assert took < 60
     assert out.returncode != 0
