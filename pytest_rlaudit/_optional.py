@@ -4,6 +4,8 @@
 'json'
 >>> missing("hypothesis", "find_breaking_schedule")
 "find_breaking_schedule needs hypothesis, which is not installed: pip install 'pytest-rlaudit[hypothesis]'"
+>>> install_hint("sb3")
+"pip install torch==2.13.0 'pytest-rlaudit[sb3]' (torch first, pinned: ..."
 """
 
 from __future__ import annotations
@@ -11,17 +13,35 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["require", "missing"]
+__all__ = ["require", "missing", "install_hint", "TORCH_PIN", "EXTRAS"]
 
 #: The extra that installs each optional package.
 EXTRAS = {"hypothesis": "hypothesis", "stable_baselines3": "sb3", "yaml": "sb3", "matplotlib": "plot",
           "huggingface_hub": "hub", "ray": "ray"}
 
+#: Extras, and packages named in hints, that bring torch (stable-baselines3 depends on it).
+TORCH_EXTRAS = frozenset({"sb3", "hub"})
+TORCH_PACKAGES = frozenset({"stable-baselines3", "sb3-contrib", "rl_zoo3"})
+
+#: The torch every install hint pins where it installs torch: a plain ``torch``, or a
+#: range that admits a newer release, makes pip take a CUDA build of several GB.
+TORCH_PIN = "torch==2.13.0"
+
+
+def install_hint(extra: str | None = None, package: str | None = None) -> str:
+    """The ``pip install`` line for a pytest-rlaudit ``extra`` (or another ``package``),
+    with torch pinned first where what it installs brings torch."""
+    what = f"'pytest-rlaudit[{extra}]'" if extra else str(package)
+    if extra in TORCH_EXTRAS or package in TORCH_PACKAGES:
+        return (f"pip install {TORCH_PIN} {what} (torch first, pinned: the CPU build, not "
+                "several GB of CUDA packages; elsewhere: pip install torch --index-url "
+                "https://download.pytorch.org/whl/cpu)")
+    return f"pip install {what}"
+
 
 def missing(package: str, feature: str) -> str:
     """The message for ``feature`` needing ``package``, which is not installed."""
-    return (f"{feature} needs {package}, which is not installed: "
-            f"pip install 'pytest-rlaudit[{EXTRAS[package]}]'")
+    return f"{feature} needs {package}, which is not installed: {install_hint(EXTRAS[package])}"
 
 
 def require(module: str, feature: str) -> ModuleType:

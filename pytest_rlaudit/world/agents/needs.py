@@ -21,6 +21,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
 
+from ..._optional import install_hint
 from ...errors import AgentWarning, PolicyError
 from ..envs import AuditEnv, EnvLike, env_spec
 
@@ -47,7 +48,7 @@ def import_wrapper(name: str) -> type:
     raise PolicyError(
         f"the agent was trained with the env wrapper {name!r}, which cannot be imported here "
         f"({'; '.join(errors)}); install the package that provides it (rl_zoo3's wrappers: "
-        "pip install rl_zoo3), since the agent expects the observations it makes"
+        f"{install_hint(package='rl_zoo3')}), since the agent expects the observations it makes"
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ..._optional import EXTRAS, missing
+from ..._optional import EXTRAS, install_hint, missing
 from ...errors import PolicyError
 from .base import BasePolicy
 from .pickles import gym_as_gymnasium
@@ -271,7 +271,8 @@ def _algo_class(name: str) -> Any:
         return getattr(importlib.import_module(package), canonical)
     except ImportError as exc:
         raise PolicyError(missing(package, canonical) if package in EXTRAS else (
-            f"{canonical} needs {package}, which is not installed: pip install sb3-contrib")) from exc
+            f"{canonical} needs {package}, which is not installed: "
+            f"{install_hint(package='sb3-contrib')}")) from exc
 
 
 def _zip_data(path: Path) -> dict[str, Any]:
