@@ -62,5 +62,8 @@ class ScenarioCollector(pytest.Collector):
 
     def collect(self) -> list[ScenarioItem]:
         plugin: Any = self.config.pluginmanager.get_plugin("rlaudit-session")
-        return [ScenarioItem.from_parent(self, name=s.name, scenario=s)
-                for s in plugin.default_scenarios()]
+        items = [ScenarioItem.from_parent(self, name=s.name, scenario=s)
+                 for s in plugin.default_scenarios()]
+        for item in items:  # audit tests, as the repo's own: -m rl_audit selects them too
+            item.add_marker("rl_audit")
+        return items

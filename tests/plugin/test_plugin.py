@@ -751,6 +751,15 @@ def test_zero_config_runs_beside_plain_tests_but_not_beside_audit_tests(
     assert "rl-audit::" not in text(result)
 
 
+def test_the_rl_audit_marker_selects_the_zero_config_items_too(tester: pytest.Pytester):
+    tester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    chosen = tester.runpytest(*ZERO, "-m", "rl_audit", "--collect-only", "-q")
+    chosen.stdout.fnmatch_lines([*[f"rl-audit::{name}" for name in DEFAULT],
+                                 "5/6 tests collected (1 deselected)*"])
+    others = tester.runpytest(*ZERO, "-m", "not rl_audit", "--collect-only", "-q")
+    others.stdout.fnmatch_lines(["test_plain.py::test_plain", "1/6 tests collected (5 deselected)*"])
+
+
 @pytest.mark.parametrize("where", [("--rl-workers", "2"), ("--rl-workers", "auto")])
 def test_rl_workers_changes_where_envs_step_not_a_number(tester: pytest.Pytester, where):
     chosen = ("--rl-scenarios", "jitter,obs_noise")
