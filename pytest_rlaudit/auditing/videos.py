@@ -329,8 +329,8 @@ def _capture(agent: Any, env: EnvLike, scenario: Scenario, record: Mapping[str, 
             raise VideoUnavailable(
                 f"the replay of episode {index} (env seed {seed + index}) under "
                 f"{chosen.name!r} returned {got:g}, not the recorded {recorded:g}: the agent "
-                "or the env is not deterministic given the seed, so a video could show "
-                "another episode")
+                "or the env is not deterministic given the seed (or changed since the audit, "
+                "as an agent a test trains further), so a video could show another episode")
         traces.append(trace)
     parted, _ = parting_step([traces[1]], [traces[0]],
                              reference=float(record.get("reference_score", 0.0)))

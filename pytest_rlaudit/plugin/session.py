@@ -263,15 +263,21 @@ class AuditSession:
         problems: list[str] = []  # they ride on the report, to the controller under xdist
         with caught(problems, f"the rl audit record of {item.nodeid}"):
             if record is None and checks:
-                record = captured_record(item, checks, failed=call.excinfo is not None)
+                failed = call.excinfo is not None
+                record = captured_record(item, checks, failed=failed)
                 record["order"] = self.order.get(item.nodeid, len(self.order))
                 if self.settings.videos and not record["passed"]:
-                    from .videos import NOT_FILMED
+                    # after the test, here (an xdist worker too): the check the record
+                    # reports, replayed from what it kept
+                    from .videos import film_check
 
-                    record["video"] = {"skipped": NOT_FILMED}
+                    record["video"] = film_check(self.settings.report, record,
+                                                 chosen_check(checks, failed))
             if record is not None:  # before the report exists: JUnit reads user_properties
                 item.stash[PROPERTIES_KEY] = junit.properties(record)
                 item.user_properties.extend(item.stash[PROPERTIES_KEY])
+        if checks is not None:  # they hold the agents they ran: not for the whole run
+            del item.stash[CHECKS_KEY]
         outcome = yield
         report = outcome.get_result()
         if record is not None:
@@ -387,10 +393,15 @@ def captured_record(item: pytest.Item, checks: list[Any], failed: bool) -> dict[
     which hypothesis replays last); otherwise its worst check (the closest call)."""
     from ..auditing.records import record_of
 
-    missed = [c for c in checks if not c.passed]
-    chosen = missed[-1] if failed and missed else min(  # ties: the later check
-        reversed(checks), key=lambda c: float(c.result.ratio))
+    chosen = chosen_check(checks, failed)
     record = record_of(item.nodeid, chosen, chosen.gate)
     record["checks"] = len(checks)
     record["hypothesis"] = is_hypothesis_test(item)
     return record
+
+
+def chosen_check(checks: list[Any], failed: bool) -> Any:
+    """The check a test's record reports (see :func:`captured_record`)."""
+    missed = [c for c in checks if not c.passed]
+    return missed[-1] if failed and missed else min(  # ties: the later check
+        reversed(checks), key=lambda c: float(c.result.ratio))

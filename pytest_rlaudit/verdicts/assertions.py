@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -126,6 +126,33 @@ def _scenario_expr(result: ScenarioResult) -> str:
     return f"scenarios.get({result.name!r}).with_params({args})"
 
 
+def _dropped() -> None:
+    return None
+
+
+class Replay:
+    """What replaying a check's episodes needs: the policy adapter and env it ran (the
+    agent's env needs applied) and the scenario as run (calibrated); ``--rl-videos`` films
+    a check a test made itself from it, in the process that made it.
+
+    These are that process's objects (a lambda agent does not even pickle), so a Replay
+    pickles and deep-copies as None: a check travels with its numbers alone.
+
+    >>> import copy, pickle
+    >>> replay = Replay(lambda obs: obs, "CartPole-v1", "jitter")
+    >>> pickle.loads(pickle.dumps(replay)) is None, copy.deepcopy(replay) is None
+    (True, True)
+    """
+
+    __slots__ = ("env", "policy", "scenario")
+
+    def __init__(self, policy: Any, env: Any, scenario: Scenario) -> None:
+        self.policy, self.env, self.scenario = policy, env, scenario
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return _dropped, ()
+
+
 @dataclass(frozen=True)
 class RobustnessCheck:
     """The outcome of :func:`check_robust`: the numbers, whether every threshold held, and
@@ -144,6 +171,8 @@ class RobustnessCheck:
     nominal: ScenarioResult | None = None  # the paired nominal episodes
     reference_score: float = 0.0  # the reference as a number (``"random"`` resolved)
     thresholds: Thresholds = DEFAULT_THRESHOLDS  # the rating scale of result.rating
+    # what filming the check replays (this process's objects): not compared, not shown
+    replay: Replay | None = field(default=None, compare=False, repr=False)
 
 
 def assert_robust(
@@ -337,7 +366,7 @@ def check_robust(
                             gate={"min_ratio": min_ratio, "min_rating": min_rating,
                                   "mode": mode} if gates else None,
                             nominal=nominal_result, reference_score=float(ref),
-                            thresholds=thresholds)
+                            thresholds=thresholds, replay=Replay(policy, spec, chosen))
     notify(check)
     return check
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -35,9 +37,14 @@ def fragile(obs):
 
 
 @pytest.fixture(scope="module")
-def record():
+def check():
     check = check_robust(fragile, "CartPole-v1", SPEED, min_ratio=0.8, episodes=3, seed=4)
     assert not check.passed  # the scenario breaks the agent: what a video is for
+    return check
+
+
+@pytest.fixture(scope="module")
+def record(check):
     return record_of("tests/test_x.py::test_y[speed_5x]", check, check.gate)
 
 
@@ -94,6 +101,20 @@ def test_the_gif_is_animated_side_by_side_and_the_sides_differ(clip, tmp_path):
 
 def test_the_same_inputs_give_the_same_bytes(record, clip):
     again = capture(fragile, "CartPole-v1", SPEED, record, **WINDOW)
+    assert gif_bytes(again) == gif_bytes(clip)
+
+
+def test_a_check_keeps_what_its_replay_needs_apart_from_its_numbers(check, record, clip):
+    # what --rl-videos films a test's own assert_robust from: the policy adapter and env
+    # the check ran and its scenario, which neither its repr, its record nor a pickle holds
+    replay = check.replay
+    assert replay.policy.name == check.agent and replay.env.name == check.env == "CartPole-v1"
+    assert replay.scenario.name == "speed_5x" and replay.scenario.params == SPEED.params
+    bare = dataclasses.replace(check, replay=None)
+    assert repr(bare) == repr(check) and "Replay" not in repr(check)
+    assert record_of(record["nodeid"], bare, bare.gate) == record
+    assert pickle.loads(pickle.dumps(check)).replay is None
+    again = capture(replay.policy, replay.env, replay.scenario, record, **WINDOW)
     assert gif_bytes(again) == gif_bytes(clip)
 
 
@@ -172,6 +193,10 @@ def test_a_scenario_calibrated_on_the_audit_replays_with_the_audit_s_calibration
     assert clip.returns == (record["returns"][position], record["nominal_returns"][position])
     alone = run_episodes(as_policy(fragile), env_spec("CartPole-v1"), [noise], [clip.episode])
     assert alone["obs_noise"].returns[0] != clip.returns[0]  # so the calibration mattered
+    # the check keeps the scenario as it ran, calibrated: replayed as is, the same episode
+    ran = check.replay.scenario
+    assert not ran.needs_spread and list(ran.params["spread"]) == record["params"]["spread"]
+    assert capture(fragile, "CartPole-v1", ran, record, before=2, after=2).returns == clip.returns
 
 
 def test_the_rendering_env_keeps_the_keyword_arguments_it_was_made_with():

@@ -1,5 +1,6 @@
 """``--rl-videos`` end to end, with ``pytester``: the GIF of each failing scenario in the
-report folder, its ``video`` field in summary.json, the notes of what cannot be filmed, the
+report folder (zero-config items, and tests that call ``assert_robust`` themselves, under
+xdist too), its ``video`` field in summary.json, the notes of what cannot be filmed, the
 usage error without ``--rl-report``, and a plugin that loads without Pillow.
 
 Agents are the cheap numpy controllers of ``cartpole_agents`` (``agents.py`` in each
@@ -9,13 +10,17 @@ pytester directory); runs are in-process.
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 from typing import Any
 
+import cartpole_agents
+
 # Loaded here so that in-process pytester runs, which drop the modules they import, reuse
 # them (compiled modules such as pygame's cannot be loaded twice in one process).
 import gymnasium  # noqa: F401
+import hypothesis  # noqa: F401
 import numpy as np
 import PIL.Image
 import pygame  # noqa: F401
@@ -26,7 +31,8 @@ import pytest_rlaudit.plugin.videos
 import pytest_rlaudit.reports.gif
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions
-from pytest_rlaudit.auditing.records import validate
+from pytest_rlaudit import check_robust
+from pytest_rlaudit.auditing.records import record_of, validate
 
 FRAGILE = ("--rl-audit", "--rl-agent", "agents:fragile", "--rl-env", "CartPole-v1",
            "--rl-episodes", "3")
@@ -77,8 +83,8 @@ def test_factory(rl_audit):
     rl_audit(agent=agents.fragile, env=plain_cartpole)
 
 
-def test_own_assert():
-    assert_robust(agents.fragile, "CartPole-v1", "speed_5x", min_ratio=0.9, episodes=3)
+def test_own_assert_of_a_factory():
+    assert_robust(agents.fragile, plain_cartpole, "speed_5x", min_ratio=0.9, episodes=3)
 """
 
 
@@ -87,13 +93,89 @@ def test_what_cannot_be_filmed_is_noted_in_the_record(tester: pytest.Pytester):
     result = tester.runpytest("--rl-audit", "--rl-report=out", "--rl-videos")
     result.assert_outcomes(failed=2)
     recs = summary(result, tester.path / "out")
-    factory = recs["test_unfilmed.py::test_factory[speed_5x]"]["video"]
-    assert factory == {"skipped": "the env factory 'plain_cartpole' makes envs with "
-                                  "render_mode=None; to film it, make the factory pass "
-                                  "render_mode='rgb_array' to gymnasium.make (or to the env)"}
-    own = recs["test_unfilmed.py::test_own_assert"]["video"]
-    assert own == {"skipped": pytest_rlaudit.plugin.videos.NOT_FILMED}
+    why = {"skipped": "the env factory 'plain_cartpole' makes envs with render_mode=None; to "
+                      "film it, make the factory pass render_mode='rgb_array' to "
+                      "gymnasium.make (or to the env)"}
+    assert recs["test_unfilmed.py::test_factory[speed_5x]"]["video"] == why
+    assert recs["test_unfilmed.py::test_own_assert_of_a_factory"]["video"] == why
     assert not (tester.path / "out" / "videos").exists()
+
+
+OWN = """
+import pytest
+from hypothesis import given, settings, strategies as st
+import {agents} as agents
+from pytest_rlaudit import assert_robust, check_robust, scenarios
+
+
+def test_own_assert():
+    assert_robust(agents.fragile, "CartPole-v1", "speed_5x", min_ratio=0.9, episodes=3)
+
+
+def test_own_check_passes():
+    assert check_robust(agents.robust, "CartPole-v1", "delay", min_ratio=0.5, episodes=3).passed
+
+
+@settings(max_examples=8, derandomize=True, database=None, deadline=None)
+@given(k=st.integers(2, 7))
+def test_property(k):
+    # fragile falls at k >= 4: hypothesis shrinks to k = 4, which the record reports
+    speed = scenarios.get("speed_5x").with_params(k=k)
+    assert_robust(agents.fragile, "CartPole-v1", speed, min_ratio=0.9, episodes=3)
+"""
+
+
+def _own_tests_filmed(result: pytest.RunResult, folder: Any) -> None:
+    """The checks of OWN's run: both failing tests filmed (the property test at its minimal
+    example), the passing one not; each GIF in the report folder and on the HTML page."""
+    result.assert_outcomes(passed=1, failed=2)
+    recs = summary(result, folder)
+    assert recs["test_own.py::test_own_check_passes"]["video"] is None
+    assert recs["test_own.py::test_property"]["params"]["k"] == 4
+    page = (folder / "index.html").read_text()
+    assert "No video" not in page
+    for nodeid in ("test_own.py::test_own_assert", "test_own.py::test_property"):
+        rec = validate(recs[nodeid])
+        video = rec["video"]
+        assert video["file"] == "videos/" + pytest_rlaudit.reports.gif.video_name(nodeid)
+        assert rec["returns"][video["episode"]] == min(rec["returns"])  # the worst one
+        assert video["start"] <= video["parting_step"] < video["stop"]
+        with PIL.Image.open(folder / video["file"]) as gif:
+            assert gif.is_animated and gif.n_frames == video["stop"] - video["start"]
+        caption = (f"episode {video['episode']}, seed {video['seed']}, env steps "
+                   f"{video['start']} to {video['stop'] - 1}")
+        assert caption in page  # the page shows it (inline, beside the record)
+    assert len(list((folder / "videos").iterdir())) == 2
+
+
+def test_a_test_that_calls_assert_robust_itself_is_filmed_when_it_fails(
+        tester: pytest.Pytester):
+    tester.makepyfile(test_own=OWN.format(agents="agents"))
+    result = tester.runpytest("--rl-report=out", "--rl-videos")
+    _own_tests_filmed(result, tester.path / "out")
+
+
+def test_own_assert_robust_tests_are_filmed_by_the_xdist_workers_that_ran_them(
+        pytester: pytest.Pytester, tmp_path):
+    # a module name of its own: workers import it afresh, the controller never does
+    pytester.makepyfile(videos_agents=cartpole_agents.source(),
+                        test_own=OWN.format(agents="videos_agents"))
+    pytester.syspathinsert()
+    out = tmp_path / "out"
+    result = pytester.runpytest("-n", "2", "-p", "no:benchmark", f"--rl-report={out}",
+                                "--rl-videos")
+    _own_tests_filmed(result, out)
+
+
+def test_a_check_that_kept_only_its_numbers_is_noted_as_not_filmed(tmp_path):
+    check = check_robust(cartpole_agents.fragile, "CartPole-v1", "speed_5x", min_ratio=0.9,
+                         episodes=2)
+    copied = pickle.loads(pickle.dumps(check))  # a check travels without its replay
+    assert repr(copied) == repr(check) and copied.replay is None and check.replay is not None
+    record = record_of("t::x", copied, copied.gate)
+    assert pytest_rlaudit.plugin.videos.film_check(str(tmp_path), record, copied) == {
+        "skipped": pytest_rlaudit.plugin.videos.NOT_FILMED}
+    assert not (tmp_path / "videos").exists()
 
 
 @pytest.mark.parametrize("ini", [False, True])
