@@ -17,6 +17,7 @@ from .fixtures import rl_agent, rl_audit, rl_env, rl_scenario  # registered as t
 from .markers import MARKERS, parametrize
 from .options import add_options
 from .reporting import check_destinations
+from .rootdir import check_path_options
 from .session import AuditSession
 from .xdist import XdistHooks, is_worker
 
@@ -28,6 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    check_path_options(config)  # --rl-agent ../x.zip: pytest took ../x.zip for a test path
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     session = AuditSession(config)

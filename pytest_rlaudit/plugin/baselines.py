@@ -93,32 +93,13 @@ class BaselineGate:
             terminalreporter.section("rl audit comparison", sep="=", bold=True)
             errors = len(self.audits.report_errors)
             with guarded(self.audits, "the rl audit comparison section"):
-                hint = self._path_hint(terminalreporter.config)
                 write_lines(terminalreporter, comparison_section(
-                    self.comparison, self.baseline or {}, str(self.settings.compare))
-                    + ([[(f"hint: {hint}", "warn")]] if hint else []))
+                    self.comparison, self.baseline or {}, str(self.settings.compare)))
             write_lines(terminalreporter, [[(f"error: {e}", "error")]
                                            for e in self.audits.report_errors[errors:]])
         if self.saved:
             terminalreporter.write_sep("-", f"rl audit baseline: {self.saved}",
                                        yellow="PARTIAL" in self.saved or "nothing" in self.saved)
-
-    def _path_hint(self, config: pytest.Config) -> str | None:
-        """When nothing was paired and --rl-compare was written as two words with a file
-        outside this folder: pytest read that file as a test path too when it chose its
-        rootdir (before the plugin's options are known), which renamed every test."""
-        if self.comparison.changes or self.comparison.mismatches or config.option.rootdir:
-            return None
-        args = list(config.invocation_params.args)
-        if "--rl-compare" not in args[:-1]:
-            return None
-        given = args[args.index("--rl-compare") + 1]
-        target = (config.invocation_params.dir / given).resolve()
-        if config.invocation_params.dir.resolve() in target.parents:
-            return None
-        return (f"pytest read '--rl-compare {given}' as a test path too when it chose its "
-                f"rootdir ({config.rootpath}), so every test has another node id than in the "
-                f"baseline: write --rl-compare={given}")
 
     def _save(self, session: pytest.Session, exitstatus: int) -> None:
         """Write --rl-save's baseline; a partial run is saved marked and said to be partial."""

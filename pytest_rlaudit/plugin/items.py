@@ -53,8 +53,11 @@ class ScenarioItem(pytest.Item):
             return shown
         return super().repr_failure(excinfo, style=style)
 
-    def reportinfo(self) -> tuple[str, None, str]:
-        return "rl-audit", None, f"rl-audit: {self.scenario.name}"
+    def reportinfo(self) -> tuple[Any, None, str]:
+        # where its node id says it is (pytest makes a relative path absolute from the
+        # folder it runs in, not from the rootdir)
+        return (self.config.rootpath / self.nodeid.split("::")[0], None,
+                f"rl-audit: {self.scenario.name}")
 
 
 class ScenarioCollector(pytest.Collector):

@@ -23,6 +23,7 @@ from . import fixtures, junit
 from .items import ScenarioCollector, is_hypothesis_test, is_rl_item
 from .options import Settings
 from .reporting import caught, fail_run, guarded
+from .rootdir import audit_nodeid
 from .terminal import write_lines
 from .xdist import is_worker
 
@@ -93,7 +94,8 @@ class AuditSession:
             return
         # Zero-config: an agent and an env and no audit test of the repo's own.
         self.default_scenarios()  # a bad --rl-scenarios is a usage error, not a collection error
-        collector = ScenarioCollector.from_parent(session, name="rl-audit", nodeid="rl-audit")
+        collector = ScenarioCollector.from_parent(session, name="rl-audit",
+                                                  nodeid=audit_nodeid(self.config))
         items.extend(session.genitems(collector))
 
     def default_scenarios(self) -> list[Any]:
@@ -333,7 +335,7 @@ class AuditSession:
         ``test_x.py::test_y[jitter]``), or None for other tests."""
         if not self.enabled:
             return None
-        if nodeid.startswith("rl-audit::"):
+        if nodeid.startswith(f"{audit_nodeid(self.config)}::"):
             return nodeid.split("::", 1)[1]
         if not nodeid.endswith("]") or "[" not in nodeid:
             return None

@@ -151,23 +151,21 @@ def test_pytest_html_shows_each_passed_audits_scenario_line(tester: pytest.Pytes
                      r"to \d\.\d{3}\), FAIL \(not gated\)", text)
 
 
-def test_a_compare_path_pytest_took_for_a_test_path_is_inconclusive_and_said(
+def test_a_compare_path_pytest_took_for_a_test_path_is_a_usage_error_naming_the_fix(
         tester: pytest.Pytester):
     tester.makepyfile(test_beside_html=HTML)
     outside = tester.path.parent / f"{tester.path.name}-baseline.json"
     tester.runpytest("--rl-audit", f"--rl-save={outside}", "-p", "no:cacheprovider")
     given = f"../{outside.name}"
     # "--rl-compare PATH": pytest reads PATH as a test path too when it chooses the rootdir
-    # (the plugin's options are not known yet), so every node id gains this folder's name
+    # (the plugin's options are not known yet), which would rename every test: refused
     result = tester.runpytest("--rl-audit", "--rl-compare", given, "--rl-compare-fail",
                               "return:5%", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([
-        "INCONCLUSIVE: nothing was compared: the baseline shares no test with this run *",
-        f"hint: pytest read '--rl-compare {given}' as a test path too when it chose its rootdir "
-        f"(*), so every test has another node id than in the baseline: write "
-        f"--rl-compare={given}"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"ERROR: pytest read '--rl-compare {given}' as a test path too when it chose its "
+        f"rootdir and ini file *: every test id would change. Write the option and its value "
+        f"as one word, which pytest never takes for a test path: --rl-compare={given}"])
     fixed = tester.runpytest("--rl-audit", f"--rl-compare={given}", "-p", "no:cacheprovider")
     fixed.stdout.fnmatch_lines(["REPORT ONLY: *no significant drop in 5 comparisons*"])
 
