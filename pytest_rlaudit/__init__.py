@@ -52,6 +52,7 @@ _EXPORTS = {
     "AgentWarning": "errors",
     "NonReproducibleError": "errors",
     "EnvContractError": "errors",
+    "RepeatedError": "errors",
 }
 # The public modules: facades at the top (scenarios, perturbations, strategies) and the
 # layer packages (DESIGN.md section 2).

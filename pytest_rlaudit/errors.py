@@ -23,6 +23,7 @@ __all__ = [
     "MisloadedAgentError",
     "NonReproducibleError",
     "EnvContractError",
+    "RepeatedError",
 ]
 
 
@@ -121,3 +122,9 @@ class RolloutCapWarning(RuntimeWarning):
 class AgentWarning(UserWarning):
     """Something about the agent worth a look that does not stop the audit: an env other
     than the one it was trained on, a saved setting that could not be applied."""
+
+
+class RepeatedError(RLAuditError):
+    """An error the plugin already reported for another test of the run, word for word
+    (an agent that does not load fails every scenario alike): it names that test, whose
+    failure says what went wrong and what to do."""

@@ -38,7 +38,7 @@ from .._checks import integer
 from .._optional import require
 from ..errors import AgentWarning, MisloadedAgentError, ReferenceScoreError
 from ..rollout.runner import check_workers
-from ..stats import RATINGS, Thresholds
+from ..stats import INCONCLUSIVE, RATINGS, Thresholds
 from ..world import scenarios as registry
 from ..world.agents import Policy, as_policy
 from ..world.envs import AuditEnv, EnvLike, env_spec
@@ -53,8 +53,10 @@ _logger = require("stable_baselines3.common.logger", "pytest_rlaudit.sb3")
 _vec_env = require("stable_baselines3.common.vec_env", "pytest_rlaudit.sb3")
 
 #: Each rating as the number logged beside it (TensorBoard plots scalars only): PASS 3,
-#: MILD 2, DEGRADED 1, FAIL 0, so higher is better as with the ratio.
-RATING_SCORES: dict[str, int] = {name: len(RATINGS) - 1 - i for i, name in enumerate(RATINGS)}
+#: MILD 2, DEGRADED 1, FAIL 0, so higher is better as with the ratio; INCONCLUSIVE (a
+#: model that does not yet clearly beat the reference) NaN: no score, a gap in the plot.
+RATING_SCORES: dict[str, float] = {**{name: len(RATINGS) - 1 - i for i, name in enumerate(RATINGS)},
+                                   INCONCLUSIVE: float("nan")}
 
 #: Why an audit of a model in training may have no ratio yet: it plays no better than
 #: random actions, or its nominal return is not above the reference score.

@@ -27,7 +27,7 @@ from .. import _format
 from ..world import perturbations as P
 from ..world.scenarios import Scenario
 
-__all__ = ["Diagnosis", "diagnose", "parting_step"]
+__all__ = ["Diagnosis", "diagnose", "parting_step", "unmeasurable"]
 
 
 @dataclass(frozen=True)
@@ -287,3 +287,41 @@ def diagnose(
     name = scenario.name if schedule is None else f"{scenario.name} ({schedule.describe()})"
     pattern = f"{name} keeps {_format.share(ratio)} {share} ({rating}); {when}"
     return Diagnosis(pattern, cause, fix.format(call=call))
+
+
+def unmeasurable(margin: Any, *, nominal: float, reference: float, random: bool) -> Diagnosis:
+    """Why a scenario is rated INCONCLUSIVE: the agent's nominal mean return ``nominal`` is
+    not clearly above the ``reference`` score (``margin``: a
+    :class:`~pytest_rlaudit.stats.paired.Margin`; ``random``: the reference is random
+    actions on the same seeds). The fix puts first what would likely settle it: more
+    episodes when a few times as many would (:meth:`Margin.episodes_needed`), else
+    training.
+
+    >>> from pytest_rlaudit.stats.paired import Margin
+    >>> d = unmeasurable(Margin(56.1, -3.2, 115.4, 30, 0.95, spread=158.0), nominal=-1150.2,
+    ...                  reference=-1206.3, random=True)
+    >>> print(d.pattern)
+    the agent does not clearly beat random actions (nominal -1150.2 vs reference -1206.3 over 30 episodes)
+    >>> print(d.fix.split(": ")[1].split(";")[0])
+    about 65 would show a lead of this size and spread clearly
+    """
+    what = "random actions" if random else "the reference"
+    n = margin.episodes
+    pattern = (f"the agent does not clearly beat {what} (nominal {_format.fixed(nominal, 1)} "
+               f"vs reference {_format.fixed(reference, 1)} over {n} episodes)")
+    cause = (f"its lead, {_format.fixed(margin.mean, 1)} per episode "
+             f"({margin.confidence * 100:.4g}% interval "
+             f"{_format.interval(margin.low, margin.high, 1)}), is not clearly above 0, so "
+             "every ratio measured from the reference is mostly noise")
+    train = "train the agent until it clearly beats the reference"
+    other = "or measure from a reference it clearly beats (reference=<number>, --rl-reference)"
+    needed = margin.episodes_needed()
+    if needed is not None and needed <= 4 * n:
+        # below 10 episodes the spread is too uncertain to name a count
+        about = (f": about {needed} would show a lead of this size and spread clearly"
+                 if n >= 10 else "")
+        fix = f"audit more episodes (episodes=, --rl-episodes){about}; or {train}; {other}"
+    else:
+        fix = (f"{train} (at this lead and spread, a few times more episodes would not "
+               f"settle it); {other}")
+    return Diagnosis(pattern, cause, fix)

@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 from ..errors import RLAuditError
+from ..stats.ratings import ALL_RATINGS
 
 __all__ = ["FIELDS", "VIDEO_KEYS", "REQUIRED", "RecordError", "validate", "record_of",
            "curve_record", "plain"]
@@ -59,7 +60,9 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "ci_high": (_NUMBER, "the interval's high end"),
     "confidence": (_NUMBER, "the interval's level"),
     "p_value": ((*_NUMBER, *_NONE), "one-sided, Holm-adjusted; null for nominal"),
-    "rating": ((str,), "PASS, MILD, DEGRADED or FAIL"),
+    "rating": ((str,), "PASS, MILD, DEGRADED, FAIL, or INCONCLUSIVE when the nominal return "
+               "is not clearly above the reference (no threshold passes it; its diagnosis "
+               "says why)"),
     "diagnosis": ((dict, *_NONE), "null, or {pattern, cause, fix}"),
     "gate": ((dict, *_NONE), "{min_ratio, min_rating, mode}, or null when nothing was gated"),
     "passed": ((bool,), "the threshold verdict"),
@@ -99,6 +102,9 @@ def validate(rec: Any) -> dict[str, Any]:
         value = rec.get(key)
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             raise RecordError(f"({nodeid}) lacks a valid {key!r}")
+    if "rating" in rec and rec["rating"] not in ALL_RATINGS:
+        raise RecordError(f"({nodeid}) has rating {rec['rating']!r}, not one of "
+                          f"{', '.join(ALL_RATINGS)}")
     lengths = {len(rec[k]) for k in ("seeds", "returns", "nominal_returns")}
     if len(lengths) != 1 or not rec["seeds"]:
         raise RecordError(f"({nodeid}) has seeds, returns and nominal_returns of different "

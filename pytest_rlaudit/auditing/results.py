@@ -43,6 +43,8 @@ from ..rollout.runner import (
 )
 from ..stats import (
     DEFAULT_THRESHOLDS,
+    INCONCLUSIVE,
+    Margin,
     Thresholds,
     check_reference,
     degradation_p_value,
@@ -50,12 +52,13 @@ from ..stats import (
     paired_ratio_ci,
     rating,
     ratio,
+    reference_margin,
 )
 from ..world import scenarios as registry
 from ..world.agents import as_policy, env_for, normalizes
 from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
-from .diagnosis import Diagnosis, diagnose, parting_step
+from .diagnosis import Diagnosis, diagnose, parting_step, unmeasurable
 from .records import plain
 from .reference import check_beats_random, check_reference_arg, random_returns, reference_score
 
@@ -151,6 +154,9 @@ class AuditResult:
     nominal: ScenarioResult
     scenarios: dict[str, ScenarioResult]
     seconds: float = 0.0
+    #: the nominal mean return's margin over the reference; not clearly positive: every
+    #: scenario is rated INCONCLUSIVE
+    margin: Margin | None = None
 
     def __getitem__(self, name: str) -> ScenarioResult:
         if name == "nominal":
@@ -174,6 +180,8 @@ class AuditResult:
         if not members:
             return None
         worst = min(members, key=lambda r: r.ratio)
+        if any(r.rating == INCONCLUSIVE for r in members):
+            return Aggregate(worst.ratio, INCONCLUSIVE, worst.name)
         return Aggregate(worst.ratio, rating(worst.ratio, self.thresholds), worst.name)
 
     @property
@@ -196,6 +204,10 @@ class AuditResult:
             "seed": self.seed,
             "episodes": self.episodes,
             "reference": float(self.reference),
+            "nominal_mean": self.nominal.mean_return,
+            "reference_margin": None if self.margin is None else {
+                "mean": self.margin.mean, "ci_low": self.margin.low,
+                "ci_high": self.margin.high, "clear": self.margin.clear},
             "confidence": float(self.confidence),
             "thresholds": {"pass": t.pass_, "mild": t.mild, "degraded": t.degraded},
             "seconds": float(self.seconds),
@@ -207,7 +219,8 @@ class AuditResult:
 
     def __str__(self) -> str:
         header = (f"audit of {self.agent} on {self.env}: {self.episodes} paired episodes per "
-                  f"scenario, seed {self.seed}, reference {self.reference:g}")
+                  f"scenario, seed {self.seed}; nominal mean return "
+                  f"{fixed(self.nominal.mean_return, 1)}, reference {fixed(self.reference, 1)}")
         level = f"{self.confidence:.0%} CI"
         rows = [("scenario", "category", "mean return", "ratio", level, "rating", "p",
                  "env steps")]
@@ -227,15 +240,19 @@ class AuditResult:
             lines.append("  ".join(c.ljust(w) if i in (0, 1, 5) else c.rjust(w)
                                    for i, (c, w) in enumerate(zip(row, widths, strict=True))
                                    ).rstrip())
-        summary = [f"{label} {agg.rating} (min ratio {fixed(agg.score)}, {agg.scenario})"
+        summary = [f"{label} {agg.rating}" + ("" if agg.rating == INCONCLUSIVE else
+                                               f" (min ratio {fixed(agg.score)}, {agg.scenario})")
                    for label, agg in (("deployment", self.deployment), ("stress", self.stress))
                    if agg is not None]
         if summary:
             lines += ["", "; ".join(summary)]
-        diagnosed = [r for r in self if r.diagnosis is not None]
-        if diagnosed:
+        diagnosed = [r for r in self if r.diagnosis is not None and r.rating != INCONCLUSIVE]
+        unrated = next((r.diagnosis for r in self if r.rating == INCONCLUSIVE), None)
+        if diagnosed or unrated:
             lines.append("")
-            lines += [f"{r.name}: {r.diagnosis}" for r in diagnosed]
+        if unrated is not None:  # one reason for every scenario: said once
+            lines.append(f"every scenario is {INCONCLUSIVE}: {unrated}")
+        lines += [f"{r.name}: {r.diagnosis}" for r in diagnosed]
         return "\n".join(lines)
 
 
@@ -256,16 +273,27 @@ def summarise(
     random: np.ndarray | None = None,
     agent: str = "under audit",
     normalized: bool = False,
-) -> tuple[ScenarioResult, dict[str, ScenarioResult]]:
+    random_reference: bool = False,
+) -> tuple[ScenarioResult, dict[str, ScenarioResult], Margin]:
     """Statistics of paired batches: ratios, intervals, Holm-adjusted p-values, ratings and
-    diagnoses. ``intervals`` overrides the computed interval of a scenario (adaptive runs
-    report the interval their stopping rule used). ``random``: a random policy's returns
-    on the same episodes, which the nominal ones must beat (:mod:`.reference`);
-    ``normalized``: the agent normalises its observations (diagnoses do not advise it)."""
+    diagnoses, and the nominal return's margin over the reference. ``intervals``
+    overrides the computed interval of a scenario (adaptive runs report the interval
+    their stopping rule used). ``random``: a random policy's returns on the same
+    episodes, which the nominal ones must beat (:mod:`.reference`); ``random_reference``:
+    the reference is their mean (the margin is then paired with them); ``normalized``:
+    the agent normalises its observations (diagnoses do not advise it).
+
+    Every scenario is rated INCONCLUSIVE, with :func:`.diagnosis.unmeasurable` as its
+    diagnosis, when the margin is not clearly positive."""
     if random is not None:
         check_beats_random(agent, nominal.returns, random)
     nominal_mean = float(np.mean(nominal.returns))
     check_reference(nominal_mean, reference)
+    margin = reference_margin(
+        nominal.returns, random if random_reference and random is not None else reference,
+        confidence=confidence)
+    unclear = None if margin.clear else unmeasurable(
+        margin, nominal=nominal_mean, reference=reference, random=random_reference)
     raw_p = {s.name: degradation_p_value(nominal.returns, b.returns, seed=_stream_seed(seed, s.name))
              for s, b in perturbed.items()}
     adjusted = holm(raw_p)
@@ -275,9 +303,8 @@ def summarise(
         ci = (intervals or {}).get(s.name) or paired_ratio_ci(
             nominal.returns, b.returns, reference=reference, confidence=confidence,
             seed=_stream_seed(seed, s.name))
-        rated = rating(r, thresholds)
-        diagnosis = None
-        if rated != "PASS":
+        rated, diagnosis = (INCONCLUSIVE, unclear) if unclear else (rating(r, thresholds), None)
+        if rated not in ("PASS", INCONCLUSIVE):
             parting, parted = parting_step(nominal.traces, b.traces, reference=reference)
             diagnosis = diagnose(s, nominal_env_steps=nominal.env_steps,
                                  perturbed_env_steps=b.env_steps, parting=parting,
@@ -289,7 +316,7 @@ def summarise(
     nominal_result = ScenarioResult(
         "nominal", "nominal", nominal.returns, nominal.lengths, nominal.env_steps,
         nominal.capped, nominal.seeds, 1.0, (1.0, 1.0), None, "PASS", None, {}, nominal.traces)
-    return nominal_result, results
+    return nominal_result, results, margin
 
 
 def check_episodes(episodes: Any, name: str = "episodes") -> int:
@@ -358,10 +385,10 @@ def audit(
     chosen = [s.with_params(**batches[s.name].params) for s in chosen]
     random = random_returns(spec, episodes, run=run)
     ref = reference_score(reference, random)
-    nominal, results = summarise(batches["nominal"], {s: batches[s.name] for s in chosen},
-                                 reference=ref,
-                                 confidence=confidence, seed=seed, thresholds=thresholds,
-                                 random=random, agent=name, normalized=normalizes(policy))
+    nominal, results, margin = summarise(
+        batches["nominal"], {s: batches[s.name] for s in chosen}, reference=ref,
+        confidence=confidence, seed=seed, thresholds=thresholds, random=random, agent=name,
+        normalized=normalizes(policy), random_reference=reference == "random")
     return AuditResult(
         agent=name,
         env=spec.name,
@@ -373,4 +400,5 @@ def audit(
         nominal=nominal,
         scenarios=results,
         seconds=time.perf_counter() - started,
+        margin=margin,
     )

@@ -92,9 +92,10 @@ class BaselineGate:
 
             terminalreporter.section("rl audit comparison", sep="=", bold=True)
             errors = len(self.audits.report_errors)
+            failed = sum(len(terminalreporter.stats.get(k, [])) for k in ("failed", "error"))
             with guarded(self.audits, "the rl audit comparison section"):
                 write_lines(terminalreporter, comparison_section(
-                    self.comparison, self.baseline or {}, str(self.settings.compare)))
+                    self.comparison, self.baseline or {}, str(self.settings.compare), failed))
             write_lines(terminalreporter, [[(f"error: {e}", "error")]
                                            for e in self.audits.report_errors[errors:]])
         if self.saved:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from .._format import clip, fixed
+from .._format import fixed
 
 __all__ = ["DEFAULT_MIN_RATIO", "curve_min_ratio", "measure_curve"]
 
@@ -65,23 +65,28 @@ def measure_curve(session: Any, item: pytest.Item, scenario: Any, policy: Any, s
                       batch_size=settings.batch_size, workers=settings.workers,
                       backend=settings.backend, timeout=settings.timeout)
     broken = curve.breaks_at is not None and curve.breaks_at <= curve.default
-    passed = gate is None or not broken
+    unrated = curve.at(curve.default).rating == "INCONCLUSIVE"  # every value is, then
+    passed = gate is None or not (broken or unrated)
     record = curve_record(item.nodeid, curve, gate, passed)
     return record, None if passed else _failure(curve, scenario), curve
 
 
 def _failure(curve: Any, scenario: Any) -> Exception:
     from ..auditing.ladders import amount, tolerance_sentence, value_text
-    from ..verdicts.assertions import RobustnessError, _scenario_expr
+    from ..verdicts.assertions import RobustnessError, _scenario_expr, diagnosis_lines
 
     own = curve.at(curve.default)
-    broken = curve.at(curve.breaks_at)
     audited = curve.result
-    lines = [f"{tolerance_sentence(curve.scenario, curve.param, curve.tolerated, curve.breaks_at)}"
-             f": at or below the scenario's own {amount(curve.param, curve.default)} (ratio "
-             f"{fixed(broken.ratio)} < {curve.min_ratio:g} at {value_text(curve.breaks_at)})"]
-    if broken.diagnosis is not None:  # in short first: JUnit keeps a message's first 500 characters
-        lines.append(f"  in short: {clip(broken.diagnosis.short(), 300)}")
+    if own.rating == "INCONCLUSIVE" and own.diagnosis is not None:
+        lines = [f"INCONCLUSIVE tolerance of {curve.scenario}: {own.diagnosis.pattern}",
+                 *diagnosis_lines(own.diagnosis, pattern=False)]
+    else:
+        broken = curve.at(curve.breaks_at)
+        lines = [f"{tolerance_sentence(curve.scenario, curve.param, curve.tolerated, curve.breaks_at)}"
+                 f": at or below the scenario's own {amount(curve.param, curve.default)} (ratio "
+                 f"{fixed(broken.ratio)} < {curve.min_ratio:g} at {value_text(curve.breaks_at)})"]
+        if broken.diagnosis is not None:  # early: JUnit keeps a message's first 500 characters
+            lines += diagnosis_lines(broken.diagnosis)
     lines.append("  curve: " + ", ".join(f"{value_text(v)}: {fixed(r)}" for v, r, _ in curve.curve)
                  + f" ({curve.param}: ratio)")
     lines.append(f"  required: ratio >= {curve.min_ratio:g} at every tested value up to the "

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ScenarioItem", "ScenarioCollector", "is_rl_item", "is_hypothesis_test"]
+__all__ = ["ScenarioItem", "ScenarioCollector", "is_rl_item", "is_hypothesis_test", "is_ours",
+           "plain_crash_line"]
 
 _RL_MARKERS = ("rl_audit", "rl_scenario", "rl_threshold", "rl_episodes", "rl_tolerance")
 _RL_FIXTURES = ("rl_audit", "rl_scenario")
@@ -25,6 +26,22 @@ def is_rl_item(item: pytest.Item) -> bool:
 
 def is_hypothesis_test(item: pytest.Item) -> bool:
     return bool(getattr(getattr(item, "obj", None), "is_hypothesis_test", False))
+
+
+def is_ours(exc: BaseException) -> bool:
+    """An error pytest-rlaudit raised (a RobustnessError, an RLAuditError, a bad argument):
+    its message says what broke and what to do, so a report shows that message first."""
+    return type(exc).__module__.startswith("pytest_rlaudit.")
+
+
+def plain_crash_line(report: pytest.TestReport, exc: BaseException) -> None:
+    """Give ``report``'s crash line (pytest's short summary, JUnit's failure message) the
+    message alone, without the exception's class path
+    (``pytest_rlaudit.verdicts.assertions.RobustnessError: ...``): at 80 columns the path
+    would leave no room for what broke."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        crash.message = str(exc)
 
 
 class ScenarioItem(pytest.Item):
@@ -43,14 +60,9 @@ class ScenarioItem(pytest.Item):
         from ..verdicts.assertions import RobustnessError
 
         # Our errors say what went wrong and what to do; a traceback would bury that. The
-        # "value" style shows the message alone; its crash line (pytest's short summary,
-        # JUnit's message attribute) gets the message without the exception's class path.
+        # "value" style shows the message alone (its crash line: see plain_crash_line).
         if isinstance(excinfo.value, (RobustnessError, RLAuditError)):
-            shown = excinfo.getrepr(style="value")
-            crash = getattr(shown, "reprcrash", None)
-            if crash is not None:
-                crash.message = str(excinfo.value)
-            return shown
+            return excinfo.getrepr(style="value")
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, None, str]:

@@ -1,6 +1,7 @@
 """JUnit XML: each audited test's properties and the suite's ratings.
 
-Properties are strings (``rl.scenario``, ``rl.ratio``, ..., and ``rl.tolerated`` and
+Properties are strings (``rl.scenario``, ``rl.ratio``, ..., ``rl.nominal_mean`` and
+``rl.reference``: what the ratio is a ratio of; and ``rl.tolerated`` and
 ``rl.breaks_at`` for tolerance curves); they reach the file through
 ``item.user_properties``, which pytest's junitxml reads when it writes a test case.
 """
@@ -26,6 +27,8 @@ def _writer(config: pytest.Config) -> Any:
 
 
 def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
+    from ..reports.rows import nominal_mean  # light, but only once an audit has run
+
     d = record["diagnosis"]
     return [
         ("rl.scenario", record["scenario"]),
@@ -33,6 +36,8 @@ def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
         ("rl.ci_low", f"{record['ci_low']:.6f}"),
         ("rl.ci_high", f"{record['ci_high']:.6f}"),
         ("rl.rating", record["rating"]),
+        ("rl.nominal_mean", f"{nominal_mean(record):.6g}"),
+        ("rl.reference", f"{record.get('reference_score', 0):.6g}"),
         ("rl.p_value", "" if record["p_value"] is None else f"{record['p_value']:.6g}"),
         ("rl.episodes", str(record["episodes"])),
         ("rl.diagnosis", "" if d is None else diagnosis_sentence(**d)),

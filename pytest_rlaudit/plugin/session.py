@@ -20,7 +20,7 @@ import pytest
 
 from .._capture import capture_checks
 from . import fixtures, junit
-from .items import ScenarioCollector, is_hypothesis_test, is_rl_item
+from .items import ScenarioCollector, is_hypothesis_test, is_ours, is_rl_item, plain_crash_line
 from .options import Settings
 from .reporting import caught, fail_run, guarded
 from .rootdir import audit_nodeid
@@ -32,6 +32,7 @@ __all__ = ["AuditSession", "RECORD_KEY"]
 RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 CHECKS_KEY = pytest.StashKey[list[Any]]()
 PROPERTIES_KEY = pytest.StashKey[list[tuple[str, str]]]()  # the JUnit properties we added
+SAME_AS_KEY = pytest.StashKey[str]()  # the item whose error this item's repeats
 
 
 class AuditSession:
@@ -56,6 +57,7 @@ class AuditSession:
         self.expected: list[str] = []  # audit items that should each leave a record
         self.errors: list[dict[str, Any]] = []  # audit tests that failed without a result
         self._overridden: set[str] = set()  # rl_agent / rl_env overrides already warned of
+        self._raised: dict[tuple[type, str], str] = {}  # errors of run(): the first item
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
@@ -181,7 +183,29 @@ class AuditSession:
     def run(self, item: pytest.Item, scenario: Any, agent: Any = None, env: Any = None) -> Any:
         """Audit ``scenario`` for ``item`` and record it; raise RobustnessError on a miss.
         Returns the ScenarioResult, or for an ``rl_tolerance`` item (:mod:`.curves`) the
-        ToleranceCurve."""
+        ToleranceCurve.
+
+        An error this process already raised for another item, word for word (an agent
+        that does not load, an env that breaks its contract: the same for every scenario),
+        is raised again as a :class:`~pytest_rlaudit.errors.RepeatedError` that names the
+        item whose failure says it: a configuration error is read once."""
+        __tracebackhide__ = True
+        try:
+            return self._run(item, scenario, agent, env)
+        except Exception as exc:
+            from ..errors import RepeatedError
+            from ..verdicts.assertions import RobustnessError
+
+            if isinstance(exc, (RobustnessError, RepeatedError)):
+                raise
+            first = self._raised.setdefault((type(exc), str(exc)), item.nodeid)
+            if first == item.nodeid:
+                raise
+            item.stash[SAME_AS_KEY] = first
+            raise RepeatedError(f"the same {type(exc).__name__} as {first}: its failure "
+                                "says what went wrong and what to do") from None
+
+    def _run(self, item: pytest.Item, scenario: Any, agent: Any, env: Any) -> Any:
         __tracebackhide__ = True
         from ..errors import ReferenceScoreError
         from ..verdicts.assertions import RobustnessError
@@ -282,18 +306,23 @@ class AuditSession:
             del item.stash[CHECKS_KEY]
         outcome = yield
         report = outcome.get_result()
+        ours = call.excinfo is not None and is_ours(call.excinfo.value)
+        if ours and report.failed:
+            plain_crash_line(report, call.excinfo.value)  # type: ignore[union-attr]
         if record is not None:
             with caught(problems, f"the rl audit lines of {item.nodeid}"):
                 from ..reports.terminal import diagnosis_text, scenario_line
 
                 report.rl_audit = json.dumps(record)
-                if report.failed and record["diagnosis"]:
+                # a failure of ours already says it: the diagnosis is printed once
+                if report.failed and record["diagnosis"] and not ours:
                     report.sections.append(("rl audit diagnosis", diagnosis_text(record)))
                 elif report.passed:  # what pytest-html and -rP show of a passed audit
                     report.sections.append(("rl audit", scenario_line(record)))
         elif report.failed and self.enabled and is_rl_item(item):
             # an audit that left no result: the reports list it, in collection order
             report.rl_error = self.order.get(item.nodeid, len(self.order))
+            report.rl_same_as = item.stash.get(SAME_AS_KEY, None)
         if problems:
             report.rl_report_errors = problems
 
@@ -309,7 +338,8 @@ class AuditSession:
             message = crash.message if crash is not None else str(report.longrepr)
             self.errors.append({"nodeid": report.nodeid, "when": report.when,
                                 "message": (message.strip().splitlines() or ["?"])[0],
-                                "order": report.rl_error})
+                                "order": report.rl_error,
+                                "same_as": getattr(report, "rl_same_as", None)})
             self.errors.sort(key=lambda e: (e["order"], e["nodeid"]))
         data = getattr(report, "rl_audit", None)
         if data is None or report.when != "call":

@@ -10,7 +10,8 @@ __all__ = ["write_lines", "COLOURS"]
 #: Colours by style: ratings as pytest colours outcomes, comparison statuses, emphasis.
 COLOURS: dict[str, dict[str, bool]] = {
     "PASS": {"green": True}, "MILD": {"yellow": True}, "DEGRADED": {"yellow": True, "bold": True},
-    "FAIL": {"red": True, "bold": True}, "bold": {"bold": True}, "error": {"red": True, "bold": True},
+    "FAIL": {"red": True, "bold": True}, "INCONCLUSIVE": {"purple": True, "bold": True},
+    "bold": {"bold": True}, "error": {"red": True, "bold": True},
     "warn": {"yellow": True, "bold": True}, "regressed": {"red": True, "bold": True},
     "worse": {"yellow": True}, "improved": {"green": True}, "": {},
 }

@@ -19,14 +19,14 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .._format import fixed
+from .rows import score_text
 
 __all__ = ["COLOURS", "badge", "badge_value", "badges"]
 
-#: A badge's colour by rating (shields.io's brightgreen, yellowgreen, orange, red); grey
-#: for a category without records.
+#: A badge's colour by rating (shields.io's brightgreen, yellowgreen, orange, red; blue
+#: for INCONCLUSIVE: not a grade on the scale); grey for a category without records.
 COLOURS = {"PASS": "#4c1", "MILD": "#a4a61d", "DEGRADED": "#fe7d37", "FAIL": "#e05d44",
-           None: "#9f9f9f"}
+           "INCONCLUSIVE": "#007ec6", None: "#9f9f9f"}
 
 # Advance widths of Verdana at 11 px (shields' font), by character; the rest are 7 px.
 # The SVG's textLength holds the text to these widths whatever font draws it.
@@ -73,13 +73,15 @@ def badge(label: str, value: str, colour: str, title: str = "") -> str:
 
 def badge_value(aggregates: list[dict[str, Any]], category: str) -> tuple[str, str, str]:
     """(value, colour, tooltip) of ``category``'s badge: the lowest score over the
-    (agent, env) pairs of ``aggregates``, or "n/a" in grey when none has the category."""
+    (agent, env) pairs of ``aggregates`` (an INCONCLUSIVE pair before any: its score
+    says nothing), or "n/a" in grey when none has the category."""
     scored = [a for a in aggregates if a.get(category)]
     if not scored:
         return "n/a", COLOURS[None], f"{category}: no {category} scenario audited"
-    worst = min(scored, key=lambda a: (a[category]["score"], a["agent"], a["env"]))
+    worst = min(scored, key=lambda a: (a[category]["rating"] != "INCONCLUSIVE",
+                                       a[category]["score"], a["agent"], a["env"]))
     score = worst[category]
-    value = f"{score['rating']} {fixed(score['score'])}"
+    value = score_text(score)
     return (value, COLOURS[score["rating"]],
             f"{category}: {value} ({worst['agent']} on {worst['env']}, {score['scenario']})")
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._format import clip, fixed
+from .rows import score_text
 
 __all__ = ["BANDS", "chart", "pyplot", "pairs", "pair_title", "ratio_range", "forest_figure",
            "paired_figure", "tolerance_figure", "svg_text"]
@@ -60,7 +61,7 @@ def pair_title(agg: dict[str, Any], sep: str = ": ") -> str:
     ...             "deployment": {"score": 0.208, "rating": "FAIL", "scenario": "spike"}})
     'PPO on CartPole-v1: deployment FAIL 0.208 (spike)'
     """
-    parts = [f"{cat} {agg[cat]['rating']} {fixed(agg[cat]['score'])} ({agg[cat]['scenario']})"
+    parts = [f"{cat} {score_text(agg[cat])} ({agg[cat]['scenario']})"
              for cat in ("deployment", "stress") if agg.get(cat)]
     return f"{agg['agent']} on {agg['env']}" + (sep + "; ".join(parts) if parts else "")
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._format import fixed, interval, p_value
+from ..stats.ratings import INCONCLUSIVE
 from .badges import badge, badge_value
 from .chart import (
     BANDS,
@@ -33,7 +34,17 @@ from .chart import (
     svg_text,
     tolerance_figure,
 )
-from .rows import gated, rating_cell, short_diagnosis, tolerance_text
+from .rows import (
+    agg_baseline,
+    agg_reference,
+    gated,
+    nominal_mean,
+    rating_cell,
+    reference_text,
+    score_text,
+    short_diagnosis,
+    tolerance_text,
+)
 
 __all__ = ["html", "PLOT_HINT"]
 
@@ -61,7 +72,8 @@ figcaption { font-size: 0.85em; color: #555; max-width: 24em; }
 .badges img { margin-right: 0.4em; vertical-align: middle; }
 dl.diagnosis dt { font-weight: bold; } dl.diagnosis dd { margin: 0 0 0.4em 1.5em; }
 .regressed { background: #f4b6b6; } .worse { background: #f8d5a8; }
-.improved { background: #c4e6c1; }
+.improved { background: #c4e6c1; } .INCONCLUSIVE { background: #b3d7f0; }
+table.glance td.why { max-width: 30em; }
 """
 
 
@@ -78,7 +90,7 @@ def html(doc: dict[str, Any], directory: str | Path) -> str:
     body = [f"<h1>RL robustness audit</h1><p>{_e(doc.get('tool', 'pytest-rlaudit'))} "
             f"{_e(doc.get('version', ''))}, seed {_e(doc.get('seed', '-'))}: "
             f"{len(results)} result(s), {len(groups)} agent/env pair(s).</p>",
-            _badges(doc["aggregates"])]
+            _badges(doc["aggregates"]), _glance(doc["aggregates"])]
     if groups:
         body.append("<nav><ul>" + "".join(
             f'<li><a href="#g{i}">{_e(pair_title(agg))}</a></li>'
@@ -99,6 +111,32 @@ def html(doc: dict[str, Any], directory: str | Path) -> str:
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>RL robustness audit</title><style>{_CSS}{bands}</style></head>\n"
             "<body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def _glance(aggregates: list[dict[str, Any]]) -> str:
+    """The top of the page: per agent and env, what the ratios are ratios of (the nominal
+    mean return and the reference score), its ratings, and why it could not be rated."""
+    if not aggregates:
+        return ""
+    rows = []
+    for agg in aggregates:
+        cells = "".join(
+            f'<td class="{_e(agg[c]["rating"])}">{_e(score_text(agg[c]))}</td>'
+            if agg.get(c) else "<td>-</td>"
+            for c in ("deployment", "stress"))
+        why = agg.get("inconclusive")
+        rows.append(f"<tr><td>{_e(agg['agent'])}</td><td>{_e(agg['env'])}</td>"
+                    f'<td class="num">{fixed(agg.get("nominal", float("nan")), 1)}</td>'
+                    f'<td class="num">{_e(agg.get("episodes", "?"))}</td>'
+                    f'<td class="num">{_e(agg_reference(agg))}</td>{cells}'
+                    f'<td class="why">{_e(why or "-")}</td></tr>')
+    return ('<table class="glance"><tr><th>agent</th><th>env</th><th>nominal return</th>'
+            "<th>episodes</th><th>reference</th><th>deployment</th><th>stress</th>"
+            "<th>cannot rate because</th></tr>" + "".join(rows) + "</table>"
+            '<p class="note">A ratio is (perturbed - reference) / (nominal - reference): '
+            "the share of the nominal return above the reference that the agent keeps. "
+            "INCONCLUSIVE: the nominal return is not clearly above the reference, so no "
+            "ratio of it can be rated.</p>")
 
 
 def _badges(aggregates: list[dict[str, Any]]) -> str:
@@ -138,11 +176,13 @@ def _problems(doc: dict[str, Any]) -> list[str]:
 def _pair(anchor: str, agg: dict[str, Any], records: list[dict[str, Any]],
           xlim: tuple[float, float], plt: Any, directory: Path) -> str:
     """One agent on one env: scores, forest plot, table, then each scenario."""
-    scores = "; ".join(f"{cat}: worst {agg[cat]['rating']} {fixed(agg[cat]['score'])} "
+    scores = "; ".join(f"{cat}: worst {_e(score_text(agg[cat]))} "
                        f"({_e(agg[cat]['scenario'])})" for cat in ("deployment", "stress")
                        if agg.get(cat)) or "no deployment or stress scenario"
+    base = f"Ratios of the {_e(agg_baseline(agg))}"
+    why = f" {_e(INCONCLUSIVE)}: {_e(agg['inconclusive'])}." if agg.get("inconclusive") else ""
     out = [f'<section class="pair" id="{anchor}"><h2>{_e(agg["agent"])} on {_e(agg["env"])}'
-           f"</h2>", _badges([agg]), f"<p>{scores}</p>"]
+           f"</h2>", _badges([agg]), f"<p>{base}.{why}</p>", f"<p>{scores}</p>"]
     if agg.get("mix"):
         out.append(f"<p>Train under what broke it (<code>pytest_rlaudit.perturbations"
                    f".ScenarioMix</code>): <code>{_e(agg['mix'])}</code></p>")
@@ -152,12 +192,17 @@ def _pair(anchor: str, agg: dict[str, Any], records: list[dict[str, Any]],
                    "return ratio (perturbed / nominal) and its interval over the rating "
                    "bands; a hollow dot gated nothing (reported only).</figcaption></figure>")
     level = records[0].get("confidence", 0.95)
-    out.append(f"<table><tr><th>scenario</th><th>category</th><th>ratio</th>"
-               f"<th>{level:.0%} CI</th><th>rating</th><th>p</th><th>diagnosis</th></tr>")
+    out.append(f"<table><tr><th>scenario</th><th>category</th><th>n</th><th>nominal</th>"
+               f"<th>ref</th><th>ratio</th><th>{level:.0%} CI</th><th>rating</th><th>p</th>"
+               "<th>diagnosis</th></tr>")
     for j, rec in enumerate(records, 1):
         out.append(
             f'<tr><td><a href="#{anchor}-s{j}">{_e(rec["scenario"])}</a></td>'
-            f'<td>{_e(rec.get("category", ""))}</td><td class="num">{fixed(rec["ratio"])}</td>'
+            f'<td>{_e(rec.get("category", ""))}</td>'
+            f'<td class="num">{_e(rec.get("episodes", "?"))}</td>'
+            f'<td class="num">{fixed(nominal_mean(rec), 1)}</td>'
+            f'<td class="num">{_e(reference_text(rec))}</td>'
+            f'<td class="num">{fixed(rec["ratio"])}</td>'
             f'<td class="num">{interval(rec["ci_low"], rec["ci_high"])}</td>'
             f'<td class="{_e(rec["rating"])}">{_e(rating_cell(rec))}</td>'
             f'<td class="num">{p_value(rec.get("p_value"))}</td>'
@@ -179,7 +224,9 @@ def _scenario(anchor: str, rec: dict[str, Any], plt: Any, directory: Path) -> st
            f'<span class="{_e(rec["rating"])}">{_e(rec["rating"])}</span></h3>',
            f"<p>ratio {fixed(rec['ratio'])} ({level:.0%} CI "
            f"{interval(rec['ci_low'], rec['ci_high'])}), p {p_value(rec.get('p_value'))}, "
-           f"{_e(episodes)} paired episodes, {_e(rec.get('category', '?'))}, {verdict}"
+           f"{_e(episodes)} paired episodes, nominal {fixed(nominal_mean(rec), 1)}, "
+           f"reference {_e(reference_text(rec))}, "
+           f"{_e(rec.get('category', '?'))}, {verdict}"
            + (f" by {_e(_gate_text(gate))}" if gate else "")
            + f"; test <code>{_e(rec['nodeid'])}</code></p>"]
     if rec.get("schedule"):

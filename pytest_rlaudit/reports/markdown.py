@@ -13,7 +13,15 @@ import re
 from typing import Any
 
 from .._format import diagnosis_sentence, fixed, interval, p_value
-from .rows import gated, rating_cell, short_diagnosis, tolerance_text
+from .rows import (
+    agg_baseline,
+    gated,
+    nominal_mean,
+    rating_cell,
+    reference_text,
+    short_diagnosis,
+    tolerance_text,
+)
 
 __all__ = ["markdown", "md", "md_code"]
 
@@ -43,7 +51,8 @@ def md(value: Any) -> str:
     return _ACTIVE.sub(lambda m: "\\" + m.group(), text)
 
 
-_BADGE = {"PASS": "✅ PASS", "MILD": "🟡 MILD", "DEGRADED": "🟠 DEGRADED", "FAIL": "❌ FAIL"}
+_BADGE = {"PASS": "✅ PASS", "MILD": "🟡 MILD", "DEGRADED": "🟠 DEGRADED", "FAIL": "❌ FAIL",
+          "INCONCLUSIVE": "❔ INCONCLUSIVE"}
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -58,11 +67,13 @@ def markdown(doc: dict[str, Any]) -> str:
         note = [md(doc["note"]), ""] if doc.get("note") else []
         return "\n".join([*lines, "No audit results.", "", *note, *problems,
                           *([""] if problems else [])])
-    lines += ["| agent | env | scenario | ratio | CI | rating | p | diagnosis |",
-              "|---|---|---|---:|---|---|---:|---|"]
+    lines += ["| agent | env | scenario | n | nominal | ref | ratio | CI | rating | p | diagnosis |",
+              "|---|---|---|---:|---:|---:|---:|---|---|---:|---|"]
     for rec in results:
         lines.append(
             f"| {md(rec['agent'])} | {md(rec['env'])} | {md(rec['scenario'])} | "
+            f"{rec.get('episodes', '?')} | {fixed(nominal_mean(rec), 1)} | "
+            f"{md(reference_text(rec))} | "
             f"{fixed(rec['ratio'])} | {interval(rec['ci_low'], rec['ci_high'])} | "
             f"{rating_cell(rec, _BADGE)} | {p_value(rec.get('p_value'))} | "
             f"{md(short_diagnosis(rec) or '-')} |")
@@ -72,10 +83,15 @@ def markdown(doc: dict[str, Any]) -> str:
     lines += ["", *problems] if problems else []
     lines.append("")
     for agg in doc["aggregates"]:
-        parts = [f"{cat} {_BADGE[agg[cat]['rating']]} (min ratio {fixed(agg[cat]['score'])}, "
-                 f"{md(agg[cat]['scenario'])})" for cat in ("deployment", "stress") if agg[cat]]
+        parts = [f"{cat} {_BADGE[agg[cat]['rating']]}" + (
+                     "" if agg[cat]["rating"] == "INCONCLUSIVE" else
+                     f" (min ratio {fixed(agg[cat]['score'])}, {md(agg[cat]['scenario'])})")
+                 for cat in ("deployment", "stress") if agg[cat]]
         lines.append(f"- **{md(agg['agent'])}** on {md(agg['env'])}: "
-                     f"{'; '.join(parts) or 'no suites'}")
+                     f"{'; '.join(parts) or 'no suites'}; ratios of the "
+                     f"{md(agg_baseline(agg))}")
+        if agg.get("inconclusive"):
+            lines.append(f"  - {_BADGE['INCONCLUSIVE']}: {md(agg['inconclusive'])}")
         if agg.get("mix"):
             lines.append(f"  - train under what broke it: {md_code(agg['mix'])}")
     curves = [r for r in results if r.get("tolerance")]

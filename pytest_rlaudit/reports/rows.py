@@ -16,7 +16,8 @@ from typing import Any
 from .._format import fixed, interval, p_value, short_fix
 
 __all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows", "tolerance_text",
-           "mix_fix"]
+           "mix_fix", "nominal_mean", "reference_text", "baseline_text", "agg_reference",
+           "agg_baseline", "score_text"]
 
 
 def order_key(rec: dict[str, Any]) -> tuple[int, str, str, str, str]:
@@ -47,13 +48,74 @@ def rating_cell(rec: dict[str, Any], badges: dict[str, str] | None = None) -> st
     return badges[rating] if badges else rating
 
 
+def nominal_mean(rec: dict[str, Any]) -> float:
+    """The mean nominal return of the record's episodes: what its ratio is a ratio of."""
+    returns = rec.get("nominal_returns") or []
+    return sum(returns) / len(returns) if returns else float("nan")
+
+
+def reference_text(rec: dict[str, Any]) -> str:
+    """The reference score a ratio is measured from, saying when it is random actions'
+    mean on the same seeds: "-1206.3 (random)", "0.0".
+
+    >>> reference_text({"reference": "random", "reference_score": -1206.27})
+    '-1206.3 (random)'
+    """
+    score = fixed(float(rec.get("reference_score", rec.get("reference", 0)) or 0), 1)
+    return f"{score} (random)" if rec.get("reference") == "random" else score
+
+
+def baseline_text(rec: dict[str, Any]) -> str:
+    """What a record's ratios are ratios of, in one phrase: "nominal 500.0 over 30
+    episodes, reference 0.0".
+
+    >>> baseline_text({"nominal_returns": [500.0, 480.0], "reference": 0, "reference_score": 0})
+    'nominal 490.0 over 2 episodes, reference 0.0'
+    """
+    episodes = len(rec.get("nominal_returns") or []) or rec.get("episodes", "?")
+    return (f"nominal {fixed(nominal_mean(rec), 1)} over {episodes} episodes, "
+            f"reference {reference_text(rec)}")
+
+
+def score_text(score: dict[str, Any]) -> str:
+    """A category's score as the reports show it: "FAIL 0.208", or "INCONCLUSIVE" alone
+    (a ratio that is mostly noise gets no number beside its rating).
+
+    >>> score_text({"score": 0.208, "rating": "FAIL"}), score_text({"score": 1.03, "rating": "INCONCLUSIVE"})
+    ('FAIL 0.208', 'INCONCLUSIVE')
+    """
+    if score["rating"] == "INCONCLUSIVE":
+        return "INCONCLUSIVE"
+    return f"{score['rating']} {fixed(score['score'])}"
+
+
+def agg_reference(agg: dict[str, Any]) -> str:
+    """An agent's reference score (from :func:`~pytest_rlaudit.reports.summary.aggregates`):
+    "-1206.3 (random actions)", "0.0"."""
+    kind = " (random actions)" if agg.get("reference_kind") == "random" else ""
+    return f"{fixed(agg.get('reference', 0.0), 1)}{kind}"
+
+
+def agg_baseline(agg: dict[str, Any]) -> str:
+    """What an agent's ratios are ratios of, from its aggregate.
+
+    >>> agg_baseline({"nominal": 500.0, "episodes": 30, "reference": 0.0})
+    'nominal mean return 500.0 over 30 episodes, reference 0.0'
+    """
+    return (f"nominal mean return {fixed(agg.get('nominal', float('nan')), 1)} over "
+            f"{agg.get('episodes', '?')} episodes, reference {agg_reference(agg)}")
+
+
 def table_rows(records: Sequence[dict[str, Any]]) -> list[tuple[list[str], str]]:
-    """Terminal rows (cells, rating): a header, then one row per record."""
+    """Terminal rows (cells, rating): a header, then one row per record. ``n``: paired
+    episodes; ``nominal``: their mean nominal return; ``ref``: the reference score."""
     level = records[0].get("confidence", 0.95) if records else 0.95
     rows: list[tuple[list[str], str]] = [(
-        ["agent", "env", "scenario", "ratio", f"{level:.0%} CI", "rating", "p", "diagnosis"], "")]
+        ["agent", "env", "scenario", "n", "nominal", "ref", "ratio", f"{level:.0%} CI", "rating",
+         "p", "diagnosis"], "")]
     for rec in sorted(records, key=order_key):
-        rows.append(([rec["agent"], rec["env"], rec["scenario"], fixed(rec["ratio"]),
+        rows.append(([rec["agent"], rec["env"], rec["scenario"], str(rec.get("episodes", "?")),
+                      fixed(nominal_mean(rec), 1), reference_text(rec), fixed(rec["ratio"]),
                       interval(rec["ci_low"], rec["ci_high"]), rating_cell(rec),
                       p_value(rec.get("p_value")), short_diagnosis(rec) or "-"], rec["rating"]))
     return rows

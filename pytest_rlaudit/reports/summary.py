@@ -20,12 +20,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..stats.ratings import INCONCLUSIVE
 from .badges import badges
 from .chart import chart
 from .files import atomic_write
 from .html import html
 from .markdown import markdown
-from .rows import mix_fix, order_key
+from .rows import mix_fix, nominal_mean, order_key
 
 __all__ = ["SUMMARY_SCHEMA", "aggregates", "summary", "write_report"]
 
@@ -41,20 +42,33 @@ def _rate(value: float, thresholds: dict[str, float]) -> str:
 
 
 def aggregates(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (agent, env): the deployment and stress scores (min ratio) and their ratings,
-    and ``mix``: the ScenarioMix line that trains under what broke it (or None)."""
+    """Per (agent, env): what its ratios are ratios of (``nominal``: the mean nominal
+    return over ``episodes``, the most any of its records ran, and ``reference``: the
+    reference score, ``reference_kind`` "random" or "number"); ``inconclusive``: why its
+    scenarios could not be rated, or None; the deployment and stress scores (min ratio)
+    and their ratings (INCONCLUSIVE when any scored scenario is), and ``mix``: the
+    ScenarioMix line that trains under what broke it (or None)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for rec in records:
         groups.setdefault((rec["agent"], rec["env"]), []).append(rec)
     out = []
     for (agent, env), members in sorted(groups.items()):
-        entry: dict[str, Any] = {"agent": agent, "env": env}
+        widest = max(members, key=lambda r: (len(r.get("nominal_returns") or []), -r.get("order", 0)))
+        unrated = next((r for r in members if r["rating"] == INCONCLUSIVE), None)
+        entry: dict[str, Any] = {
+            "agent": agent, "env": env, "nominal": nominal_mean(widest),
+            "episodes": len(widest.get("nominal_returns") or []),
+            "reference": float(widest.get("reference_score", 0) or 0),
+            "reference_kind": "random" if widest.get("reference") == "random" else "number",
+            "inconclusive": None if unrated is None else (
+                (unrated.get("diagnosis") or {}).get("pattern") or INCONCLUSIVE)}
         for category in ("deployment", "stress"):
             scored = [r for r in members if r["category"] == category]
             if scored:
                 worst = min(scored, key=lambda r: (r["ratio"], r["scenario"]))
-                entry[category] = {"score": worst["ratio"],
-                                   "rating": _rate(worst["ratio"], worst["thresholds"]),
+                rated = (INCONCLUSIVE if any(r["rating"] == INCONCLUSIVE for r in scored)
+                         else _rate(worst["ratio"], worst["thresholds"]))
+                entry[category] = {"score": worst["ratio"], "rating": rated,
                                    "scenario": worst["scenario"]}
             else:
                 entry[category] = None

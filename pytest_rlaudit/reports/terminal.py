@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._format import fixed, interval
-from .rows import gated, order_key, rating_cell, table_rows, tolerance_text
+from .rows import agg_baseline, baseline_text, gated, order_key, rating_cell, table_rows, tolerance_text
 from .summary import aggregates
 
 __all__ = ["Line", "audit_section", "comparison_section", "diagnosis_text", "progress_line",
@@ -40,7 +40,8 @@ def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str,
     ratings, with the ScenarioMix line that trains under what broke it."""
     lines: list[Line] = [[(f"lost: scenario {x['scenario']} ({x['nodeid']}): its xdist worker "
                            "crashed, so it has no result", "error")] for x in lost]
-    lines += [[(f"error: {x['nodeid']}: {x['message']}", "error")] for x in errors]
+    lines += [[(f"error: {x['nodeid']}{_also(x, errors)}: {x['message']}", "error")]
+              for x in errors if not x.get("same_as")]
     if not records:
         return lines
     rows = table_rows(records)
@@ -52,8 +53,8 @@ def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str,
         if rec.get("schedule") and not (rec["passed"] and rec["rating"] == "PASS"):
             what = ("smallest failing schedule" if not rec["passed"] and rec.get("hypothesis")
                     else "schedule")
-            verb = "breaks" if rec["rating"] in ("FAIL", "DEGRADED") else (
-                "degrades" if rec["rating"] == "MILD" else "holds")
+            verb = {"FAIL": "breaks", "DEGRADED": "breaks", "MILD": "degrades",
+                    "INCONCLUSIVE": "cannot be rated"}.get(rec["rating"], "holds")
             lines.append([(f"{rec['nodeid']}: {what}: {verb} when "
                            f"{rec['schedule']['description']} (ratio {fixed(rec['ratio'])}, "
                            f"{rec['rating']}): {rec['schedule']['repr']}", rec["rating"])])
@@ -69,17 +70,30 @@ def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str,
         for category in ("deployment", "stress"):
             if agg[category]:
                 a = agg[category]
-                line += [(f"  {category} ", "bold"), (a["rating"], a["rating"]),
-                         (f" (min ratio {fixed(a['score'])}, {a['scenario']})", "")]
+                line += [(f"  {category} ", "bold"), (a["rating"], a["rating"])]
+                if a["rating"] != "INCONCLUSIVE":  # its ratios are mostly noise: no number
+                    line.append((f" (min ratio {fixed(a['score'])}, {a['scenario']})", ""))
         lines.append(line)
+        lines.append([(f"  ratios of: {agg_baseline(agg)}", "")])
+        if agg.get("inconclusive"):
+            lines.append([("  INCONCLUSIVE: ", "INCONCLUSIVE"), (agg["inconclusive"], "")])
         if agg["mix"]:
             lines.append([(f"  train under what broke it: {agg['mix']}", "")])
     return lines
 
 
-def comparison_section(comparison: Any, baseline: dict[str, Any], path: str) -> list[Line]:
+def _also(error: dict[str, Any], errors: Sequence[dict[str, Any]]) -> str:
+    """" (and 4 more: rl-audit::delay, ...)": the tests whose error repeats this one."""
+    same = [x["nodeid"] for x in errors if x.get("same_as") == error["nodeid"]]
+    return f" (and {len(same)} more: {', '.join(same)})" if same else ""
+
+
+def comparison_section(comparison: Any, baseline: dict[str, Any], path: str,
+                       failed: int = 0) -> list[Line]:
     """The "rl audit comparison" section of a
-    :class:`~pytest_rlaudit.auditing.comparison.Comparison` with the baseline at ``path``."""
+    :class:`~pytest_rlaudit.auditing.comparison.Comparison` with the baseline at ``path``.
+    ``failed``: tests of the run that failed (thresholds, errors): when the gate would pass
+    the run, its last line says that they decide the exit status, not the gate."""
     c = comparison
     partial = "" if baseline.get("complete", True) else " (a PARTIAL run)"
     lines: list[Line] = [[(f"baseline {path}: pytest-rlaudit {baseline.get('version', '?')}, "
@@ -100,16 +114,21 @@ def comparison_section(comparison: Any, baseline: dict[str, Any], path: str) -> 
     style = {"ship": "improved", "hold": "error", "inconclusive": "error"}.get(
         c.decision, "worse" if c.drops or not c.changes else "")
     lines.append([(f"{decision.upper()}: {why}", style)])
+    if failed and c.decision not in ("hold", "inconclusive"):
+        lines.append([(f"the run fails all the same: {failed} test(s) failed (a threshold or "
+                       f"an error; see the short test summary); {decision.upper()} judges the "
+                       "comparison with the baseline only", "error")])
     return lines
 
 
 def scenario_line(rec: dict[str, Any]) -> str:
     """One audit in a line: ``PPO on CartPole-v1, scenario spike: ratio 0.434 (0.310 to
-    0.560), FAIL (not gated)``; the "rl audit" section of a passed test's report (what
-    pytest-html and ``-rP`` show) and the first line of a failed one's diagnosis."""
+    0.560), FAIL (not gated); nominal 500.0 over 30 episodes, reference 0.0``; the "rl
+    audit" section of a passed test's report (what pytest-html and ``-rP`` show) and the
+    first line of a failed one's diagnosis."""
     return (f"{rec['agent']} on {rec['env']}, scenario {rec['scenario']}: ratio "
             f"{fixed(rec['ratio'])} ({interval(rec['ci_low'], rec['ci_high'])}), "
-            f"{rating_cell(rec)}")
+            f"{rating_cell(rec)}; {baseline_text(rec)}")
 
 
 def diagnosis_text(rec: dict[str, Any]) -> str:

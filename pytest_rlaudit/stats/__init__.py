@@ -26,6 +26,10 @@ from typing import Any
 # library, and the plugin imports it on every pytest run; ``paired`` imports scipy.
 _HOMES = {
     "RATINGS": "ratings",
+    "INCONCLUSIVE": "ratings",
+    "ALL_RATINGS": "ratings",
+    "Margin": "paired",
+    "reference_margin": "paired",
     "check_threshold": "ratings",
     "ratio_change_ci": "paired",
     "MODES": "ratings",

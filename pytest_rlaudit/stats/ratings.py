@@ -17,13 +17,21 @@ from typing import Literal
 
 from .._checks import number
 
-__all__ = ["RATINGS", "MODES", "Rating", "Mode", "check_threshold", "Thresholds",
-           "DEFAULT_THRESHOLDS", "rating", "rating_floor", "Verdict", "verdict"]
+__all__ = ["RATINGS", "INCONCLUSIVE", "ALL_RATINGS", "MODES", "Rating", "Mode",
+           "check_threshold", "Thresholds", "DEFAULT_THRESHOLDS", "rating", "rating_floor",
+           "Verdict", "verdict"]
 
-Rating = Literal["PASS", "MILD", "DEGRADED", "FAIL"]
+Rating = Literal["PASS", "MILD", "DEGRADED", "FAIL", "INCONCLUSIVE"]
 Mode = Literal["point", "confident", "not_worse"]
-#: Ratings from best to worst.
+#: The rating scale, from best to worst: what a ratio is rated on, and what a threshold
+#: (``min_rating``) may name.
 RATINGS: tuple[str, ...] = ("PASS", "MILD", "DEGRADED", "FAIL")
+#: The fifth rating, off the scale: the agent's nominal return is not clearly above the
+#: reference, so its ratios measure mostly noise (see
+#: :func:`pytest_rlaudit.stats.paired.reference_margin`). Every threshold fails it.
+INCONCLUSIVE = "INCONCLUSIVE"
+#: Every rating a result can carry.
+ALL_RATINGS: tuple[str, ...] = (*RATINGS, INCONCLUSIVE)
 #: Verdict modes for a threshold: on the point estimate, on the interval's low end
 #: (pass only when confidently above), or on its high end (fail only when confidently below).
 MODES: tuple[str, ...] = ("point", "confident", "not_worse")
@@ -112,22 +120,28 @@ class Verdict:
 
 
 def verdict(point: float, ci: tuple[float, float], threshold: float, mode: str = "point",
-            *, strict: bool = False) -> Verdict:
+            *, strict: bool = False, rated: str | None = None) -> Verdict:
     """Apply a threshold to a ratio in one of the :data:`MODES`.
 
     ``point``: pass when ratio >= threshold. ``confident``: pass only when the interval's
     low end is >= threshold. ``not_worse``: fail only when its high end is < threshold.
     ``strict`` makes ">=" a ">" (rating bands are strict: PASS means ratio > 0.95).
     ``decided`` is True when the whole interval lies on one side of the threshold, so more
-    episodes would not change a confident or not_worse verdict.
+    episodes would not change a confident or not_worse verdict. ``rated``: the ratio's
+    rating; an :data:`INCONCLUSIVE` one fails every threshold, in every mode.
 
     >>> verdict(0.9, (0.85, 0.95), 0.8, "confident").passed
     True
     >>> verdict(0.9, (0.75, 0.95), 0.8, "confident").passed
     False
+    >>> verdict(0.9, (0.85, 0.95), 0.8, rated="INCONCLUSIVE").reason
+    'rated INCONCLUSIVE, which no threshold accepts'
     """
     if mode not in MODES:
         raise ValueError(f"unknown verdict mode {mode!r}; modes are {', '.join(MODES)}")
+    if rated == INCONCLUSIVE:
+        return Verdict(False, False, threshold, mode,
+                       f"rated {INCONCLUSIVE}, which no threshold accepts")
     low, high = ci
 
     def above(x: float) -> bool:

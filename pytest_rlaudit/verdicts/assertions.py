@@ -20,7 +20,7 @@ import numpy as np
 from .._capture import notify, shared_cache
 from .._checks import confidence as check_confidence
 from .._checks import number
-from .._format import clip, fixed, interval
+from .._format import fixed, interval
 from ..auditing.reference import check_reference_arg, random_returns, reference_score
 from ..auditing.results import (
     ScenarioResult,
@@ -39,6 +39,7 @@ from ..rollout.runner import (
 )
 from ..stats import (
     DEFAULT_THRESHOLDS,
+    INCONCLUSIVE,
     MODES,
     RATINGS,
     Thresholds,
@@ -75,35 +76,56 @@ def _scenario(scenario: ScenarioLike) -> Scenario:
 
 def _message(result: ScenarioResult, failed: list[tuple[Verdict, str | None]], *, env_name: str,
              seed: int, episodes: int, confidence: float, stopped: str | None,
-             call: dict[str, Any]) -> str:
+             call: dict[str, Any], nominal: float, reference: float) -> str:
+    """A failed check's message. Its first line is what pytest's short summary and JUnit's
+    failure message show, so it starts with the essence: the rating, the scenario, the
+    ratio, what was required. Then each part once, on its own line: the diagnosis, the
+    episodes, what the ratio is a ratio of, and the call that reproduces it."""
     lo, hi = result.ci
     seeds = result.seeds
-    numbers = (f"ratio {fixed(result.ratio)} ({confidence * 100:.4g}% CI {interval(lo, hi)}), "
-               f"rated {result.rating}")
+    numbers = f"ratio {fixed(result.ratio)} ({confidence * 100:.4g}% CI {interval(lo, hi)})"
     schedule = result.params.get("schedule")
-    if schedule is not None and hasattr(schedule, "describe"):
-        lines = [f"the agent breaks when {schedule.describe()}: {numbers}"]
-    else:
-        lines = [f"scenario {result.name!r} is not robust enough: {numbers}"]
+    timeline = schedule is not None and hasattr(schedule, "describe")
+    where = f"when {schedule.describe()}" if timeline else f"under {result.name}"
     d = result.diagnosis
-    if d is not None:  # in short first: JUnit keeps only a message's first 500 characters
-        lines.append(f"  in short: {clip(d.short(), 300)}")
-    if schedule is not None and hasattr(schedule, "describe"):
-        lines.append(f"  schedule: {schedule!r}")
+    if result.rating == INCONCLUSIVE and d is not None:  # the numbers are noise: say why
+        lines = [f"{INCONCLUSIVE} {where}: {d.pattern}", f"  measured anyway: {numbers}"]
+    else:
+        verdict_, band = failed[0]
+        need = f"{band} or better" if band else f"ratio >= {verdict_.threshold:g}"
+        lines = [f"{result.rating} {where}: {numbers}; required {need}"]
+    if d is not None:  # early: JUnit keeps the first 500 characters of the message
+        lines += diagnosis_lines(d, pattern=result.rating != INCONCLUSIVE)
     for v, band in failed:
         need = (f"rating {band} or better (ratio > {v.threshold:g})" if band
                 else f"ratio >= {v.threshold:g}")
         lines.append(f"  required: {need} in {v.mode!r} mode; {v.reason}")
+    if timeline:
+        lines.append(f"  schedule: {schedule!r}")
     p = "n/a" if result.p_value is None else f"{result.p_value:.3g}"
     adaptive = f", adaptive sampling stopped: {stopped}" if stopped else ""
     lines.append(f"  episodes: {result.episodes} paired (env seeds {seeds[0]}-{seeds[-1]}){adaptive}; "
                  f"p = {p} (one-sided, H0: no degradation)")
+    lines.append(f"  ratios of: nominal mean return {fixed(nominal, 1)}, reference "
+                 f"{fixed(reference, 1)}")
     extra = "".join(f", {k}={v!r}" for k, v in call.items())
     lines.append(f"  reproduce: assert_robust(agent, {env_name!r}, {_scenario_expr(result)}"
                  f"{extra}, episodes={episodes}, seed={seed})")
-    if d is not None:
-        lines += [f"  diagnosis: {d.pattern}", f"    likely cause: {d.cause}", f"    fix: {d.fix}"]
     return "\n".join(lines)
+
+
+def diagnosis_lines(d: Any, *, pattern: bool = True) -> list[str]:
+    """A diagnosis in a failure message, each part on its own line, the fix first: JUnit
+    keeps the whole lines of a message that fit in 500 characters, so after the first
+    line (the rating and ratio) comes what to do. ``pattern``: with what broke; leave it
+    out where the first line already says it.
+
+    >>> from pytest_rlaudit.auditing.diagnosis import Diagnosis
+    >>> diagnosis_lines(Diagnosis("p", "c", "f"))
+    ['  fix: f', '  what broke: p', '  likely cause: c']
+    """
+    return [f"  fix: {d.fix}", *([f"  what broke: {d.pattern}"] if pattern else []),
+            f"  likely cause: {d.cause}"]
 
 
 def _scenario_expr(result: ScenarioResult) -> str:
@@ -340,13 +362,14 @@ def check_robust(
                    for name in ("nominal", chosen.name)}
         intervals, stopped = {chosen.name: outcome.ci}, outcome.stopped
         level = outcome.look_confidence  # the level the stopping rule used at each look
-    nominal_result, results = summarise(
+    nominal_result, results, _ = summarise(
         batches["nominal"], {chosen: batches[chosen.name]}, reference=ref, confidence=confidence,
         seed=seed, thresholds=thresholds, intervals=intervals, random=random,
-        agent=getattr(policy, "name", type(policy).__name__), normalized=normalizes(policy))
+        agent=getattr(policy, "name", type(policy).__name__), normalized=normalizes(policy),
+        random_reference=reference == "random")
     result = results[chosen.name]
-    checked = [(verdict(result.ratio, result.ci, t, mode, strict=strict), band)
-               for t, strict, band in gates]
+    checked = [(verdict(result.ratio, result.ci, t, mode, strict=strict, rated=result.rating),
+                band) for t, strict, band in gates]
     failed = [(v, band) for v, band in checked if not v.passed]
     message = ""
     if failed:
@@ -359,7 +382,8 @@ def check_robust(
         call = {k: v for k, v in given.items()
                 if v is not None and not (k in defaults and v == defaults[k])}
         message = _message(result, failed, env_name=spec.name, seed=seed, episodes=episodes,
-                           confidence=level, stopped=stopped, call=call)
+                           confidence=level, stopped=stopped, call=call,
+                           nominal=nominal_result.mean_return, reference=float(ref))
     check = RobustnessCheck(result, not failed, message, tuple(gates), level,
                             agent=getattr(policy, "name", type(policy).__name__),
                             env=spec.name, seed=int(seed), reference=reference,

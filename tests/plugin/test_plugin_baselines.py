@@ -58,6 +58,25 @@ def test_the_same_agent_compares_clean_and_ships(tester, baseline, tmp_path):
     assert props["rl.compare"] == "ship"
 
 
+def test_a_gate_that_ships_while_a_threshold_fails_says_what_decided_the_exit(tester, baseline):
+    # the same agent: nothing regressed, so the gate says SHIP; but a stricter threshold
+    # than it meets fails its tests, and the exit status is theirs
+    result = tester.runpytest(*zero_config("robust", f"--rl-compare={baseline}",
+                                           "--rl-compare-fail", "return:5%",
+                                           "--rl-min-ratio", "0.999"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    failed = result.parseoutcomes()["failed"]
+    section = result.stdout.str().split("rl audit comparison", 1)[1].splitlines()
+    ship = next(i for i, line in enumerate(section) if line.startswith("SHIP: "))
+    assert section[ship + 1] == (
+        f"the run fails all the same: {failed} test(s) failed (a threshold or an error; see "
+        "the short test summary); SHIP judges the comparison with the baseline only")
+    # and where nothing failed, nothing more is said
+    clean = tester.runpytest(*zero_config("robust", f"--rl-compare={baseline}",
+                                          "--rl-compare-fail", "return:5%"))
+    assert clean.ret == 0 and "fails all the same" not in clean.stdout.str()
+
+
 def test_a_degraded_agent_fails_the_run_naming_each_regression(tester, baseline, tmp_path):
     report = tmp_path / "report"
     # Thresholds at FAIL: every test passes, so only the comparison can fail the run.

@@ -101,7 +101,8 @@ def test_a_curve_test_reports_its_curve_in_every_report(project: pytest.Pytester
     for line in [
         "RobustnessError: jitter: tolerates none of the values tested, breaks at jitter 1 (the "
         "mildest): at or below the scenario's own jitter 1 (ratio 0.639 < 0.8 at 1)",
-        "  in short: jitter keeps 64% of the nominal return (DEGRADED); train with Jitter",
+        "  fix: train with Jitter(env, base=2, jitter=1)",
+        "  what broke: jitter keeps 64% of the nominal return (DEGRADED);",
         "  curve: 1: 0.639, 2: 0.444, 3: 0.230, 4: 0.209, 6: 0.038 (jitter: ratio)",
         "  reproduce: tolerance(agent, 'CartPole-v1', 'jitter', param='jitter', values=[1, 2, "
         "3, 4, 6], min_ratio=0.8, episodes=4, seed=0)",

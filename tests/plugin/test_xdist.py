@@ -82,7 +82,7 @@ def test_marked_audits_report_the_same_everywhere(project, xdist_args, tmp_path)
     assert any(r.startswith("fragile on CartPole-v1:") and "deployment" in r for r in rows)
     assert '  train under what broke it: ScenarioMix(gym.make("CartPole-v1"), ["nominal", ' \
         '"jitter", "spike"])' in rows
-    result.stdout.fnmatch_lines(["*rl audit diagnosis*", "*likely cause:*"])
+    result.stdout.fnmatch_lines(["*RobustnessError: DEGRADED under jitter*", "*likely cause:*"])
     suite = ET.parse(xml).getroot().find("testsuite")
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["rl.deployment[fragile@CartPole-v1]"] == "DEGRADED"  # spike, 0.502
@@ -106,7 +106,7 @@ def test_zero_config_items_run_and_fail_readably_everywhere(pytester, xdist_args
     result.assert_outcomes(failed=2, passed=3)  # jitter and spike; speed_5x is not gated
     assert len([r for r in _section(result.stdout.str()) if "CartPole-v1  " in r]) == 5
     result.stdout.fnmatch_lines([
-        "scenario 'spike' is not robust enough: ratio *",
+        "* under spike: ratio *; required MILD or better",
         "*fix: train with SpeedSchedule.spike(env, start=20, duration=20, k=5)*",
     ])
     assert "Traceback" not in result.stdout.str() and "site-packages" not in result.stdout.str()

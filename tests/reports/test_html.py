@@ -264,9 +264,11 @@ def test_a_run_without_results_says_so_and_why(tmp_path: Path):
 # ============================================================================ in a browser
 
 
-def chromium(page: Path, out: Path) -> tuple[str, list[str], Path]:
-    """Render ``page`` in headless Chromium: (the DOM, its console messages, a screenshot).
-    Chromium logs every console message (script errors, blocked loads) as ``:CONSOLE``."""
+def chromium(page: Path, out: Path, size: tuple[int, int] = (1280, 3000)
+             ) -> tuple[str, list[str], Path]:
+    """Render ``page`` in headless Chromium: (the DOM, its console messages, a screenshot
+    of its first ``size`` pixels). Chromium logs every console message (script errors,
+    blocked loads) as ``:CONSOLE``."""
     if os.environ.get("RLAUDIT_NO_BROWSER") == "1":
         pytest.skip("RLAUDIT_NO_BROWSER=1: the browser test is off")
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -277,7 +279,7 @@ def chromium(page: Path, out: Path) -> tuple[str, list[str], Path]:
     done = subprocess.run(
         [binary, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
          "--v=0", f"--user-data-dir={out / 'profile'}", f"--screenshot={shot}", "--dump-dom",
-         "--window-size=1280,3000", page.resolve().as_uri()],
+         f"--window-size={size[0]},{size[1]}", page.resolve().as_uri()],
         capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
@@ -313,3 +315,68 @@ def test_the_console_check_catches_a_script_error_and_a_network_load(
     assert any("script" in line.lower() for line in console), console
     assert any("example.invalid" in line for line in console), console
 
+
+
+# ============================================================================ the top
+
+
+def unrated_records() -> list[dict[str, Any]]:
+    """An agent rated as usual beside one that does not clearly beat random actions."""
+    why = {"pattern": "the agent does not clearly beat random actions (nominal -1150.2 vs "
+                      "reference -1206.3 over 6 episodes)",
+           "cause": "its lead is within the noise",
+           "fix": "audit more episodes (episodes=, --rl-episodes); or train the agent"}
+    unclear = [rec(name, ratio, agent="PPO-5k", env="Pendulum-v1", order=i, diagnosis=why,
+                   rating="INCONCLUSIVE", reference="random", reference_score=-1206.3,
+                   nominal_returns=[-1150.2] * 6)
+               for i, (name, ratio) in enumerate([("jitter", 0.97), ("delay", 1.02)])]
+    return [*unclear, rec("jitter", 0.97, order=2), rec("speed_5x", 0.3, order=3)]
+
+
+def glance_rows(page: str) -> list[list[str]]:
+    """The cells of the glance table at the top of ``page``, row by row (header first)."""
+    import re
+    from html import unescape
+
+    table = re.search(r'<table class="glance">(.*?)</table>', page, re.S)
+    assert table is not None, "no glance table"
+    return [[unescape(re.sub(r"<[^>]+>", "", c)).strip()
+             for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)]
+
+
+def test_the_top_of_the_page_says_what_the_ratios_are_ratios_of(tmp_path: Path):
+    doc = summary(unrated_records(), version="9.9", extra={"seed": 0})
+    page = html(doc, tmp_path)
+    assert page.index('<table class="glance">') < page.index('<section class="pair"')
+    why = ("the agent does not clearly beat random actions (nominal -1150.2 vs reference "
+           "-1206.3 over 6 episodes)")
+    assert glance_rows(page) == [
+        ["agent", "env", "nominal return", "episodes", "reference", "deployment", "stress",
+         "cannot rate because"],
+        ["PPO", "CartPole-v1", "483.3", "6", "0.0", "PASS 0.970", "FAIL 0.300", "-"],
+        ["PPO-5k", "Pendulum-v1", "-1150.2", "6", "-1206.3 (random actions)",
+         "INCONCLUSIVE", "-", why]]
+    # each agent's section starts the same way, and its table has the columns
+    assert ("Ratios of the nominal mean return -1150.2 over 6 episodes, reference -1206.3 "
+            f"(random actions). INCONCLUSIVE: {why}.") in Page(page).plain()
+
+
+def test_chromium_shows_nominal_reference_and_inconclusive_at_the_top(tmp_path: Path):
+    """The report's first screen, as a browser draws it: the glance table with the nominal
+    return, the reference and the INCONCLUSIVE cell in its colour."""
+    from PIL import Image
+
+    doc = summary(unrated_records(), version="9.9", extra={"seed": 0})
+    page = tmp_path / "index.html"
+    page.write_text(html(doc, tmp_path), encoding="utf-8")
+    dom, console, shot = chromium(page, tmp_path, size=(1280, 640))
+    assert console == []
+    assert glance_rows(dom)[2][3:6] == ["6", "-1206.3 (random actions)", "INCONCLUSIVE"]
+    with Image.open(shot) as image:
+        assert image.size == (1280, 640)
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20) or []
+    # the INCONCLUSIVE cell's background (#b3d7f0) fills a visible area of the first screen
+    blue = (0xB3, 0xD7, 0xF0)
+    assert sum(n for n, c in colours if max(abs(a - b) for a, b in zip(c, blue, strict=True))
+               <= 3) > 1000

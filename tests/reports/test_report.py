@@ -46,6 +46,7 @@ def rec(scenario: str, ratio: float, *, agent: str = "PPO", env: str = "CartPole
         "ci_low": max(0.0, ratio - 0.1), "ci_high": min(1.0, ratio + 0.05),
         "confidence": 0.95, "p_value": p_value, "rating": _rating(ratio, thresholds),
         "diagnosis": diagnosis, "gate": gate, "passed": True, "thresholds": thresholds,
+        "nominal_returns": [500.0] * 30, "reference": 0, "reference_score": 0.0,
         **extra,
     }
     if order is not None:
@@ -74,7 +75,8 @@ def test_aggregates_take_the_worst_ratio_per_agent_env_and_category():
     # one entry per (agent, env), sorted
     assert [(a["agent"], a["env"]) for a in out] == [
         ("A2C", "CartPole-v1"), ("A2C", "Pendulum-v1"), ("SAC", "CartPole-v1")]
-    assert out[0] == {"agent": "A2C", "env": "CartPole-v1",
+    assert out[0] == {"agent": "A2C", "env": "CartPole-v1", "nominal": 500.0, "episodes": 30,
+                      "reference": 0.0, "reference_kind": "number", "inconclusive": None,
                       "deployment": {"score": 0.4, "rating": "FAIL", "scenario": "jitter"},
                       "stress": None, "mix": None}  # records of old runs say nothing of mixing
     assert out[1]["deployment"] == {"score": 0.81, "rating": "MILD", "scenario": "spike"}
@@ -128,8 +130,10 @@ def test_aggregates_break_ties_by_scenario_name_and_ignore_other_categories():
     assert out[0]["stress"] is None
     # an agent audited only on custom scenarios has no suite scores
     only_custom = aggregates([rec("my_noise", 0.2, category="custom")])
-    assert only_custom == [{"agent": "PPO", "env": "CartPole-v1", "deployment": None,
-                            "stress": None, "mix": None}]
+    assert only_custom == [{"agent": "PPO", "env": "CartPole-v1", "nominal": 500.0,
+                            "episodes": 30, "reference": 0.0, "reference_kind": "number",
+                            "inconclusive": None, "deployment": None, "stress": None,
+                            "mix": None}]
 
 
 def test_aggregates_of_no_records_is_empty():
@@ -193,21 +197,21 @@ def test_table_rows_have_a_header_then_one_row_per_record_in_order():
                rec("jitter", 1.0, order=0, p_value=None),
                rec("delay", 0.9151, order=2, p_value=0.0123)]
     rows = table_rows(records)
-    assert rows[0] == (["agent", "env", "scenario", "ratio", "95% CI", "rating", "p",
-                        "diagnosis"], "")
+    assert rows[0] == (["agent", "env", "scenario", "n", "nominal", "ref", "ratio", "95% CI",
+                        "rating", "p", "diagnosis"], "")
     assert [cells[2] for cells, _ in rows[1:]] == ["jitter", "spike", "delay"]
-    assert rows[1] == (["PPO", "CartPole-v1", "jitter", "1.000", "0.900 to 1.000", "PASS", "-",
-                        "-"], "PASS")
+    assert rows[1] == (["PPO", "CartPole-v1", "jitter", "30", "500.0", "0.0", "1.000",
+                        "0.900 to 1.000", "PASS", "-", "-"], "PASS")
     spike, rating = rows[2]
     assert rating == "FAIL"
-    assert spike[3:] == ["0.457", "0.357 to 0.507", "FAIL", "<0.001", short_diagnosis(records[0])]
-    assert rows[3][0][3] == "0.915" and rows[3][0][6] == "0.012"
+    assert spike[6:] == ["0.457", "0.357 to 0.507", "FAIL", "<0.001", short_diagnosis(records[0])]
+    assert rows[3][0][6] == "0.915" and rows[3][0][9] == "0.012"
 
 
 def test_table_rows_label_the_interval_with_its_confidence():
-    assert table_rows([rec("jitter", 1.0, confidence=0.9)])[0][0][4] == "90% CI"
-    assert table_rows([]) == [(["agent", "env", "scenario", "ratio", "95% CI", "rating", "p",
-                                "diagnosis"], "")]
+    assert table_rows([rec("jitter", 1.0, confidence=0.9)])[0][0][7] == "90% CI"
+    assert table_rows([]) == [(["agent", "env", "scenario", "n", "nominal", "ref", "ratio",
+                                "95% CI", "rating", "p", "diagnosis"], "")]
 
 
 # ============================================================================ markdown
@@ -225,19 +229,24 @@ def test_markdown_renders_a_table_the_aggregates_and_the_diagnoses():
     text = markdown(_doc(records))
     lines = text.splitlines()
     assert lines[0] == "## RL robustness audit"
-    header = lines.index("| agent | env | scenario | ratio | CI | rating | p | diagnosis |")
-    assert lines[header + 1] == "|---|---|---|---:|---|---|---:|---|"
+    header = lines.index(
+        "| agent | env | scenario | n | nominal | ref | ratio | CI | rating | p | diagnosis |")
+    assert lines[header + 1] == "|---|---|---|---:|---:|---:|---:|---|---|---:|---|"
     assert lines[header + 2:header + 6] == [
-        "| PPO | CartPole-v1 | jitter | 0.639 | 0.539 to 0.689 | 🟠 DEGRADED | 0.125 | "
-        "train with Jitter(env, base=2, jitter=1) (a randomised control period) |",
-        "| PPO | CartPole-v1 | delay | 1.000 | 0.900 to 1.000 | ✅ PASS | - | - |",
-        "| PPO | CartPole-v1 | speed_5x | 0.291 | 0.191 to 0.341 | FAIL (not gated) | <0.001 | - |",
-        "| SAC | CartPole-v1 | jitter | 0.970 | 0.870 to 1.000 | ✅ PASS | 0.010 | - |",
+        "| PPO | CartPole-v1 | jitter | 30 | 500.0 | 0.0 | 0.639 | 0.539 to 0.689 | 🟠 DEGRADED | "
+        "0.125 | train with Jitter(env, base=2, jitter=1) (a randomised control period) |",
+        "| PPO | CartPole-v1 | delay | 30 | 500.0 | 0.0 | 1.000 | 0.900 to 1.000 | ✅ PASS | - | - |",
+        "| PPO | CartPole-v1 | speed_5x | 30 | 500.0 | 0.0 | 0.291 | 0.191 to 0.341 | "
+        "FAIL (not gated) | <0.001 | - |",
+        "| SAC | CartPole-v1 | jitter | 30 | 500.0 | 0.0 | 0.970 | 0.870 to 1.000 | ✅ PASS | "
+        "0.010 | - |",
     ]
     assert lines[header + 7].startswith("*not gated*: reported only")
+    ratios_of = "; ratios of the nominal mean return 500.0 over 30 episodes, reference 0.0"
     assert ("- **PPO** on CartPole-v1: deployment 🟠 DEGRADED (min ratio 0.639, jitter); "
-            "stress ❌ FAIL (min ratio 0.291, speed_5x)") in lines
-    assert "- **SAC** on CartPole-v1: deployment ✅ PASS (min ratio 0.970, jitter)" in lines
+            "stress ❌ FAIL (min ratio 0.291, speed_5x)" + ratios_of) in lines
+    assert ("- **SAC** on CartPole-v1: deployment ✅ PASS (min ratio 0.970, jitter)"
+            + ratios_of) in lines
     assert "<details><summary>Diagnoses</summary>" in lines and "</details>" in lines
     assert ("- **PPO / jitter**: jitter keeps 64% of the nominal return (DEGRADED). Likely "
             "cause: the policy assumes a fixed control period. Fix: " + FIX + ".") in lines
@@ -252,7 +261,8 @@ def test_markdown_leaves_out_the_diagnoses_block_when_there_is_none():
 
 def test_markdown_of_an_agent_without_suite_scenarios_says_so():
     text = markdown(_doc([rec("my_noise", 0.9, category="custom")]))
-    assert "- **PPO** on CartPole-v1: no suites" in text.splitlines()
+    assert ("- **PPO** on CartPole-v1: no suites; ratios of the nominal mean return 500.0 "
+            "over 30 episodes, reference 0.0") in text.splitlines()
 
 
 def test_markdown_without_results():
@@ -271,16 +281,16 @@ def test_markdown_without_results_lists_the_audits_that_errored_and_why():
 
 def test_a_gated_stress_row_is_an_ordinary_row():
     gated = rec("speed_5x", 0.291, gate={"min_ratio": 0.5, "min_rating": None, "mode": "point"})
-    assert table_rows([gated])[1][0][5] == "FAIL"
+    assert table_rows([gated])[1][0][8] == "FAIL"
     text = markdown(_doc([gated]))
     assert "| ❌ FAIL |" in text and "not gated" not in text
 
 
 def test_negative_ratios_and_intervals_read_unambiguously():
     tiny = rec("jitter", -0.0004, ci_low=-0.0012, ci_high=-0.0004)
-    assert table_rows([tiny])[1][0][3:5] == ["0.000", "-0.001 to 0.000"]
+    assert table_rows([tiny])[1][0][6:8] == ["0.000", "-0.001 to 0.000"]
     below = rec("jitter", -0.5, ci_low=-0.923, ci_high=-0.1)
-    assert table_rows([below])[1][0][3:5] == ["-0.500", "-0.923 to -0.100"]
+    assert table_rows([below])[1][0][6:8] == ["-0.500", "-0.923 to -0.100"]
     assert "| -0.500 | -0.923 to -0.100 |" in markdown(_doc([below]))
 
 

@@ -249,9 +249,9 @@ def test_assert_robust_takes_a_schedule_and_says_what_broke_in_plain_words(contr
     with pytest.raises(RobustnessError) as info:
         assert_robust(controller, "CartPole-v1", schedule, min_ratio=0.9, episodes=6)
     text = str(info.value)
-    assert text.startswith("the agent breaks when speed goes 1 -> 6 for 30 steps at step 10: ratio")
+    assert text.startswith("FAIL when speed goes 1 -> 6 for 30 steps at step 10: ratio")
     assert "reproduce: assert_robust(agent, 'CartPole-v1', Schedule(speed=[1]*10 + [6]*30), " in text
-    assert "diagnosis: breaks when speed goes 1 -> 6 for 30 steps at step 10: keeps" in text
+    assert "what broke: breaks when speed goes 1 -> 6 for 30 steps at step 10: keeps" in text
     assert "fix: train with Scheduled(env, Schedule(speed=[1]*10 + [6]*30))" in text
     assert "Jitter(env, base=1, jitter=5)" in text
 
