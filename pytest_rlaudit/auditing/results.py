@@ -59,6 +59,7 @@ from ..world.agents import as_policy, env_for, normalizes
 from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
 from .diagnosis import Diagnosis, diagnose, parting_step, unmeasurable
+from .progress import showing
 from .records import plain
 from .reference import check_beats_random, check_reference_arg, random_returns, reference_score
 
@@ -340,6 +341,7 @@ def audit(
     workers: int | str | None = None,
     backend: str = "local",
     timeout: float | None = None,
+    progress: bool | None = None,
 ) -> AuditResult:
     """Audit ``agent`` on ``env`` under ``scenarios`` (default: the deployment + stress suite).
 
@@ -362,6 +364,11 @@ def audit(
     thread the deadline is checked between decision steps only (see
     :mod:`pytest_rlaudit.rollout.deadline`).
 
+    ``progress``: once the audit has run about 2 s, show its episodes done of total and
+    the time left in a tqdm bar (None, the default: when standard error is a terminal or
+    this is a notebook, and tqdm is installed; True: always, a plain line without tqdm;
+    False: never). See :mod:`pytest_rlaudit.auditing.progress`.
+
     >>> r = audit("random", "CartPole-v1", scenarios="speed_5x", episodes=2)
     >>> sorted(r.to_dict()["scenarios"])
     ['speed_5x']
@@ -380,10 +387,11 @@ def audit(
     check_replay(policy, spec, seed=seed)  # the seeds fix the episodes: else no pairing
     name = getattr(policy, "name", type(policy).__name__)
     started = time.perf_counter()
-    batches = run(policy, spec, [NOMINAL, *chosen], episodes)
-    # as run: a scenario sized by the observations' spread with the spread calibrated
-    chosen = [s.with_params(**batches[s.name].params) for s in chosen]
-    random = random_returns(spec, episodes, run=run)
+    with showing(progress, expected=(len(chosen) + 2) * episodes):  # + nominal and random
+        batches = run(policy, spec, [NOMINAL, *chosen], episodes)
+        # as run: a scenario sized by the observations' spread with the spread calibrated
+        chosen = [s.with_params(**batches[s.name].params) for s in chosen]
+        random = random_returns(spec, episodes, run=run)
     ref = reference_score(reference, random)
     nominal, results, margin = summarise(
         batches["nominal"], {s: batches[s.name] for s in chosen}, reference=ref,

@@ -16,6 +16,7 @@ from .baselines import BaselineGate
 from .fixtures import rl_agent, rl_audit, rl_env, rl_scenario  # registered as the plugin's
 from .markers import MARKERS, parametrize
 from .options import add_options
+from .progress import ProgressHooks
 from .reporting import check_destinations
 from .rootdir import check_path_options
 from .session import AuditSession
@@ -37,6 +38,8 @@ def pytest_configure(config: pytest.Config) -> None:
         check_destinations(session.settings)
     config.pluginmanager.register(session, "rlaudit-session")
     config.pluginmanager.register(BaselineGate(session), "rlaudit-baselines")
+    config.pluginmanager.register(ProgressHooks(config, session.settings.progress),
+                                  "rlaudit-progress")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(session), "rlaudit-xdist")
 

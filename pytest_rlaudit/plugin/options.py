@@ -125,6 +125,19 @@ def _timeout(text: str) -> float:
                   error=argparse.ArgumentTypeError)
 
 
+#: The values of --rl-progress (what each does: :mod:`.progress`).
+PROGRESS = ("auto", "yes", "no")
+
+
+def _progress(text: str) -> str:
+    value = str(text).strip().lower()
+    value = {"true": "yes", "on": "yes", "1": "yes", "false": "no", "off": "no", "0": "no"}.get(
+        value, value)
+    if value not in PROGRESS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(PROGRESS)}, got {text!r}")
+    return value
+
+
 def _names(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in str(text).replace(",", " ").split() if n.strip())
     if not names:
@@ -233,6 +246,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--rl-compare-fail", _tolerances, (), "fail the run when a mean return or a ratio "
            "drops significantly and beyond EXPR (return:5%%, return:10, ratio:0.05, ratio:5%%); "
            "repeatable.", "EXPR", repeat=True),
+    Option("--rl-progress", _progress, "auto", "show a running audit's episodes done of total "
+           "and the time left on the terminal line, once it has run about 2 s: auto (when the "
+           "output is a terminal, not under -qq or -s), yes or no. Never under xdist workers.",
+           "WHEN"),
 )
 _BY_DEST = {o.dest: o for o in OPTIONS}
 
@@ -305,6 +322,7 @@ class Settings:
     save: str | None
     compare: str | None
     compare_fail: tuple[Tolerance, ...]
+    progress: str
 
     @classmethod
     def read(cls, config: pytest.Config) -> Settings:

@@ -248,6 +248,9 @@ class AuditSession:
                episodes: dict[str, Any]) -> Any:
         from ..verdicts.assertions import check_robust
 
+        progress = self.config.pluginmanager.get_plugin("rlaudit-progress")
+        if progress is not None:  # the episodes to come, for the progress line's total
+            progress.expect(policy, spec, episodes, self.settings.reference)
         return check_robust(
             policy, spec, scenario, min_ratio=(gate or {}).get("min_ratio"),
             min_rating=(gate or {}).get("min_rating"), mode=(gate or {}).get("mode", "point"),

@@ -38,6 +38,7 @@ from ..world.calibration import observation_spread
 from ..world.envs import AuditEnv
 from ..world.reuse import reset_is_exact
 from ..world.scenarios import NOMINAL, Scenario
+from . import progress
 from .batches import EpisodeBatch
 from .budget import check_budget
 from .checks import ActionChecker, all_finite, check_obs, show
@@ -134,7 +135,14 @@ def _pool(workers: int | str | None, backend: str) -> Any:
 
 def _on_ray(run: Any, actors: int | None, policy: Policy, env: AuditEnv,
             scenarios: Sequence[Scenario], episodes: int | Sequence[int], **kwargs: Any) -> Any:
-    return run(policy, env, scenarios, _indices(episodes), workers=actors, **kwargs)
+    indices = _indices(episodes)
+    sink = progress.current()
+    if sink is not None:  # the shards' episodes count when they come back
+        sink.planned(len(indices) * len(scenarios), parallel=True)
+    out = run(policy, env, scenarios, indices, workers=actors, **kwargs)
+    if sink is not None:
+        sink.ran_elsewhere(out.values())
+    return out
 
 
 def _indices(episodes: int | Sequence[int]) -> list[int]:
@@ -183,7 +191,14 @@ def _run_pool(
         # whole episodes of its own (the random reference).
         run = partial(_run_pool, policy, env, scenarios, seed=seed, batch_size=batch_size,
                       max_steps=max_steps, record=record)
-        return run_forked(run, split(indices, min(workers, n_eps)), [s.name for s in scenarios])
+        shards = split(indices, min(workers, n_eps))
+        sink = progress.current()
+        if sink is not None:  # this process's shard reports as it runs, the others at the end
+            sink.planned((n_eps - len(shards[0])) * len(scenarios), parallel=True)
+        out = run_forked(run, shards, [s.name for s in scenarios])
+        if sink is not None:
+            sink.ran_elsewhere(out.values(), skip=len(shards[0]))
+        return out
     reuse = reset_is_exact(env)
 
     # Env groups: per phase, this process's own and one in each further worker process.
@@ -210,6 +225,10 @@ def _run_pool(
                                            place=_placer([s.name for s in scenarios], indices, seed)))
         phases = [[LocalGroup(group), *(w.part(k) for w in processes)]
                   for k, group in enumerate(own)]
+        sink = progress.current()
+        if sink is not None:
+            sink.planned(len(jobs), horizon=progress.horizon(first[0], max_steps),
+                         parallel=count > 1)
         return _drive(policy, phases, jobs, scenarios, indices, seed=seed,
                       max_steps=max_steps, record=record, space=own[0].spaces[1])
     except (Expired, TimeoutError):
@@ -317,6 +336,7 @@ def _drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios:
     # decision steps (see .deadline); in it, the alarm needs no check here.
     bound = current()
     polled = bound if bound is not None and bound.polled else None
+    sink = progress.current()  # None unless someone shows the audit's progress
 
     def hand_out(wanted: int) -> list[Job]:
         return [jobs.popleft() for _ in range(min(wanted, len(jobs)))]
@@ -380,6 +400,11 @@ def _drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios:
                     episode_seed_sequence(seed, indices[job[1]], POLICY_STREAM))
             if recorded[job[0]]:
                 rows_seen[job], rows_chosen[job] = [], []
+        if sink is not None:
+            sink.advance(len(reply.jobs), len(reply.started), [d.steps for d in reply.finished])
+
+    if sink is not None:
+        act = sink.timed(act)
 
     # Every group's first jobs: the workers' sent first so they start stepping, each
     # worker's phases in turn (a worker replies in the order it was asked).
