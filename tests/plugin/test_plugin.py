@@ -1129,11 +1129,11 @@ def controller(obs):
 """)
     args = ["--rl-audit", "--rl-agent", "pend_agent:controller", "--rl-env", "Pendulum-v1",
             "--rl-episodes", "8", "--rl-scenarios", "obs_noise", "-p", "no:benchmark"]
-    result = pytester.runpytest_subprocess(*args)
+    result = pytester.runpytest(*args)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*does not exceed the reference (0)*--rl-reference random*"])
     assert "Traceback" not in result.stdout.str() and "stats.py" not in result.stdout.str()
-    pytester.runpytest_subprocess(*args, "--rl-reference", "random").assert_outcomes(passed=1)
+    pytester.runpytest(*args, "--rl-reference", "random").assert_outcomes(passed=1)
 
 
 def test_settings_have_one_field_per_option():
