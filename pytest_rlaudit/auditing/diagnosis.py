@@ -302,8 +302,8 @@ def unmeasurable(margin: Any, *, nominal: float, reference: float, random: bool)
     ...                  reference=-1206.3, random=True)
     >>> print(d.pattern)
     the agent does not clearly beat random actions (nominal -1150.2 vs reference -1206.3 over 30 episodes)
-    >>> print(d.fix.split(": ")[1].split(";")[0])
-    about 65 would show a lead of this size and spread clearly
+    >>> print(d.fix.split(" (")[0])
+    train the agent until it clearly beats the reference
     """
     what = "random actions" if random else "the reference"
     n = margin.episodes
@@ -311,8 +311,10 @@ def unmeasurable(margin: Any, *, nominal: float, reference: float, random: bool)
                f"vs reference {_format.fixed(reference, 1)} over {n} episodes)")
     cause = (f"its lead, {_format.fixed(margin.mean, 1)} per episode "
              f"({margin.confidence * 100:.4g}% interval "
-             f"{_format.interval(margin.low, margin.high, 1)}), is not clearly above 0, so "
-             "every ratio measured from the reference is mostly noise")
+             f"{_format.interval(margin.low, margin.high, 1)}; "
+             f"{margin.mean / margin.standard_error if margin.spread else float('inf'):.1f} "
+             "standard errors, where a ratio needs 4), is not clearly positive, so every "
+             "ratio measured from the reference is mostly noise")
     train = "train the agent until it clearly beats the reference"
     other = "or measure from a reference it clearly beats (reference=<number>, --rl-reference)"
     needed = margin.episodes_needed()

@@ -29,6 +29,7 @@ _HOMES = {
     "INCONCLUSIVE": "ratings",
     "ALL_RATINGS": "ratings",
     "Margin": "paired",
+    "PRECISION": "paired",
     "reference_margin": "paired",
     "check_threshold": "ratings",
     "ratio_change_ci": "paired",

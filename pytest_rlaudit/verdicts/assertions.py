@@ -285,7 +285,7 @@ def check_robust(
     Only share a cache while the agent does not change: it is keyed by identity.
     ``timeout``: seconds for the whole check, rollouts cached or not (None: no limit).
 
-    >>> check = check_robust("random", "CartPole-v1", "delay", min_ratio=0.5, episodes=4)
+    >>> check = check_robust("random", "CartPole-v1", "delay", min_ratio=0.5, episodes=8)
     >>> check.passed, check.result.name
     (True, 'delay')
     """

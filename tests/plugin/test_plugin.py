@@ -1128,7 +1128,7 @@ def controller(obs):
     return np.clip(-(6.0 * np.arctan2(sin, cos) + 1.0 * vel), -2, 2)[:, None]
 """)
     args = ["--rl-audit", "--rl-agent", "pend_agent:controller", "--rl-env", "Pendulum-v1",
-            "--rl-episodes", "8", "--rl-scenarios", "obs_noise", "-p", "no:benchmark"]
+            "--rl-episodes", "30", "--rl-scenarios", "obs_noise", "-p", "no:benchmark"]
     result = pytester.runpytest(*args)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*does not exceed the reference (0)*--rl-reference random*"])
