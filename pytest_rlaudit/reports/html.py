@@ -115,28 +115,30 @@ def html(doc: dict[str, Any], directory: str | Path) -> str:
 
 def _glance(aggregates: list[dict[str, Any]]) -> str:
     """The top of the page: per agent and env, what the ratios are ratios of (the nominal
-    mean return and the reference score), its ratings, and why it could not be rated."""
+    mean return and the reference score), its ratings, and, when one could not be rated,
+    why."""
     if not aggregates:
         return ""
+    unrated = any(agg.get("inconclusive") for agg in aggregates)
     rows = []
     for agg in aggregates:
         cells = "".join(
             f'<td class="{_e(agg[c]["rating"])}">{_e(score_text(agg[c]))}</td>'
             if agg.get(c) else "<td>-</td>"
             for c in ("deployment", "stress"))
-        why = agg.get("inconclusive")
+        why = f'<td class="why">{_e(agg.get("inconclusive") or "-")}</td>' if unrated else ""
         rows.append(f"<tr><td>{_e(agg['agent'])}</td><td>{_e(agg['env'])}</td>"
                     f'<td class="num">{fixed(agg.get("nominal", float("nan")), 1)}</td>'
                     f'<td class="num">{_e(agg.get("episodes", "?"))}</td>'
-                    f'<td class="num">{_e(agg_reference(agg))}</td>{cells}'
-                    f'<td class="why">{_e(why or "-")}</td></tr>')
+                    f'<td class="num">{_e(agg_reference(agg))}</td>{cells}{why}</tr>')
     return ('<table class="glance"><tr><th>agent</th><th>env</th><th>nominal return</th>'
             "<th>episodes</th><th>reference</th><th>deployment</th><th>stress</th>"
-            "<th>cannot rate because</th></tr>" + "".join(rows) + "</table>"
+            + ("<th>cannot rate because</th>" if unrated else "") + "</tr>"
+            + "".join(rows) + "</table>"
             '<p class="note">A ratio is (perturbed - reference) / (nominal - reference): '
-            "the share of the nominal return above the reference that the agent keeps. "
-            "INCONCLUSIVE: the nominal return is not clearly above the reference, so no "
-            "ratio of it can be rated.</p>")
+            "the share of the nominal return above the reference that the agent keeps."
+            + (" INCONCLUSIVE: the nominal return is not clearly above the reference, so no "
+               "ratio of it can be rated." if unrated else "") + "</p>")
 
 
 def _badges(aggregates: list[dict[str, Any]]) -> str:

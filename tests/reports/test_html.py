@@ -380,3 +380,10 @@ def test_chromium_shows_nominal_reference_and_inconclusive_at_the_top(tmp_path: 
     blue = (0xB3, 0xD7, 0xF0)
     assert sum(n for n, c in colours if max(abs(a - b) for a, b in zip(c, blue, strict=True))
                <= 3) > 1000
+
+
+def test_the_top_has_no_unrated_column_when_every_agent_is_rated(tmp_path: Path):
+    doc = summary([rec("jitter", 0.97), rec("speed_5x", 0.3, order=1)], version="9.9")
+    assert glance_rows(html(doc, tmp_path)) == [
+        ["agent", "env", "nominal return", "episodes", "reference", "deployment", "stress"],
+        ["PPO", "CartPole-v1", "483.3", "6", "0.0", "PASS 0.970", "FAIL 0.300"]]
