@@ -1,0 +1,286 @@
+"""The docs' reference, generated from the code so it cannot drift (DESIGN.md section 18).
+
+Plain functions of the package (no Sphinx needed to call them, so the suite checks them
+cheaply: tests/test_docs_reference.py): each returns one MyST Markdown fragment. As a Sphinx
+extension, :func:`setup` writes them to ``docs/reference/_generated/NAME.md`` when the
+builder starts; the pages of ``docs/reference/`` ``{include}`` them.
+
+    python docs/_ext/rlaudit_reference.py [DIR]    # write the fragments, for a look
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+GENERATED = _HERE.parent / "reference" / "_generated"
+
+
+def _cell(text: Any) -> str:
+    """``text`` as one Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _code(text: Any) -> str:
+    text = str(text)
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- options
+
+
+def options() -> str:
+    """Every plugin option: its flag, ini key, value, default and help."""
+    from pytest_rlaudit.plugin.options import OPTIONS, _flag
+
+    rows = []
+    for o in OPTIONS:
+        value = "(a flag)" if o.parse is _flag else _code(o.metavar or "VALUE")
+        if o.repeat:
+            value += ", repeatable"
+        default = "off" if o.parse is _flag and o.default is False else (
+            "none" if o.default in (None, ()) else _code(o.default))
+        rows.append((_code(o.flag), _code(o.dest), value, default,
+                     o.help.replace("%%", "%")))  # argparse's escape of %
+    return ("Set on the command line, or in the `[pytest]` ini section under the ini key "
+            "(`rl_episodes = 50`; flags take `true` or `false`). Precedence: marker, then "
+            "command line, then ini, then the default.\n\n"
+            + _table(("Option", "ini key", "Value", "Default", "What it does"), rows))
+
+
+# ----------------------------------------------------------------------------- markers
+
+
+def markers() -> str:
+    """The markers the plugin registers, with their arguments."""
+    from pytest_rlaudit.plugin.markers import MARKERS
+
+    parts = []
+    for line in MARKERS:
+        signature, _, doc = line.partition(": ")
+        name = signature.split("(", 1)[0]
+        # inline, not a python block: docs/conftest.py runs those (a bare decorator is no
+        # statement)
+        parts.append(f"## `{name}`\n\n`@pytest.mark.{signature}`\n\n{doc.strip()}\n")
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------- fixtures
+
+
+def _fixture_scope(node: ast.FunctionDef) -> str | None:
+    """``"function"``… if ``node`` is decorated ``@pytest.fixture(...)``, else None."""
+    for deco in node.decorator_list:
+        call = deco if isinstance(deco, ast.Call) else None
+        target = call.func if call else deco
+        if isinstance(target, ast.Attribute) and target.attr == "fixture":
+            for kw in call.keywords if call else ():
+                if kw.arg == "scope" and isinstance(kw.value, ast.Constant):
+                    return str(kw.value.value)
+            return "function"
+    return None
+
+
+def fixtures() -> str:
+    """The plugin's fixtures, their scopes and docstrings (read from the source, so no
+    pytest version's fixture wrapper is in the way)."""
+    import pytest_rlaudit.plugin.fixtures as module
+
+    tree = ast.parse(Path(inspect.getfile(module)).read_text(encoding="utf-8"))
+    parts = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and (scope := _fixture_scope(node)):
+            args = [a.arg for a in node.args.args]
+            doc = inspect.cleandoc(ast.get_docstring(node) or "")
+            parts.append(f"## `{node.name}`\n\nScope: {scope}; uses: "
+                         f"{', '.join(f'`{a}`' for a in args) or 'nothing'}.\n\n{doc}\n")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def scenarios() -> str:
+    """The scenario registry: name, category, parameters with defaults, description."""
+    from pytest_rlaudit import scenarios as registry
+
+    rows = []
+    for name in registry.names():
+        s = registry.get(name)
+        params = ", ".join(f"{k}={v!r}" for k, v in s.params.items())
+        wrapper = getattr(s.perturbation, "__name__", None)
+        rows.append((_code(name), s.category, _code(params) if params else "none",
+                     _code(wrapper) if wrapper else "none", s.description))
+    return ("Every registered scenario, by name (`@pytest.mark.rl_scenario(\"jitter\", "
+            "base=3)` overrides a parameter; `--rl-scenarios=delay,jitter` picks them for "
+            "zero-config audits).\n\n"
+            + _table(("Name", "Category", "Parameters (defaults)", "Wrapper", "What it does"),
+                     rows))
+
+
+# ----------------------------------------------------------------------------- records
+
+_JSON = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
+         list: "array", type(None): "null"}
+
+
+def _json_types(kinds: tuple[type, ...]) -> str:
+    names = [_JSON[k] for k in kinds]
+    if "number" in names and "integer" in names:
+        names.remove("integer")
+    return ", ".join(dict.fromkeys(names))
+
+
+def records() -> str:
+    """The record fields (``summary.json``'s ``results``, baselines): key, types, meaning."""
+    from pytest_rlaudit.auditing.records import FIELDS, REQUIRED
+
+    rows = [(_code(key) + (" (required)" if key in REQUIRED else ""), _json_types(kinds), meaning)
+            for key, (kinds, meaning) in FIELDS.items()]
+    return ("One record per audited test (per scenario): an entry of `summary.json`'s "
+            "`results`, what `--rl-save` keeps and `--rl-compare` pairs. Required fields are "
+            "in every record; the plugin writes all of them.\n\n"
+            + _table(("Key", "JSON types", "Meaning"), rows))
+
+
+#: summary.json's ``aggregates`` entries, documented here and checked against what
+#: ``aggregates()`` returns (so a key added there fails the docs build until it is described).
+AGGREGATE_KEYS = {
+    "agent": ("string", "the agent's name"),
+    "env": ("string", "the env's name"),
+    "nominal": ("number", "the mean nominal return (over the record with the most episodes)"),
+    "episodes": ("integer", "the episodes of that record"),
+    "reference": ("number", "the reference score the ratios are measured from"),
+    "reference_kind": ("string", "\"random\" or \"number\""),
+    "inconclusive": ("string, null", "why its scenarios could not be rated (a diagnosis "
+                     "pattern, or INCONCLUSIVE), or null"),
+    "deployment": ("object, null", "the deployment score: {score (the lowest ratio), rating, "
+                   "scenario (whose ratio it is)}, or null without deployment scenarios"),
+    "stress": ("object, null", "the stress score, as deployment"),
+    "mix": ("string, null", "the ScenarioMix line that trains under what broke it, or null"),
+}
+#: The top level of summary.json (besides what the plugin adds: its options and machine).
+SUMMARY_KEYS = {
+    "schema": ("integer", "the layout's version"),
+    "tool": ("string", "\"pytest-rlaudit\""),
+    "version": ("string", "pytest-rlaudit's version"),
+    "results": ("array", "the records, in collection order (see the record fields)"),
+    "aggregates": ("array", "one entry per (agent, env): the fields below"),
+}
+
+
+def summary() -> str:
+    """summary.json's top level and its ``aggregates`` fields, checked against the code."""
+    from pytest_rlaudit.reports.summary import aggregates
+    from pytest_rlaudit.reports.summary import summary as make_summary
+
+    rec = {"nodeid": "t::x[jitter]", "agent": "PPO", "env": "E", "scenario": "jitter",
+           "category": "deployment", "ratio": 0.5, "rating": "FAIL", "diagnosis": None,
+           "thresholds": {"pass": 0.95, "mild": 0.8, "degraded": 0.5}, "order": 0,
+           "nominal_returns": [1.0, 1.0], "returns": [0.5, 0.5], "seeds": [0, 1]}
+    for what, documented, actual in (
+            ("aggregates", AGGREGATE_KEYS, aggregates([rec])[0]),
+            ("summary.json", SUMMARY_KEYS, make_summary([rec], version="0"))):
+        if set(documented) != set(actual):
+            raise RuntimeError(f"docs/_ext/rlaudit_reference.py: {what} has keys "
+                               f"{sorted(actual)}, the docs describe {sorted(documented)}")
+    return ("The top level of `summary.json` (`--rl-report DIR`):\n\n"
+            + _table(("Key", "JSON types", "Meaning"),
+                     [(_code(k), t, m) for k, (t, m) in SUMMARY_KEYS.items()])
+            + "\nEach entry of `aggregates`, one per (agent, env):\n\n"
+            + _table(("Key", "JSON types", "Meaning"),
+                     [(_code(k), t, m) for k, (t, m) in AGGREGATE_KEYS.items()]))
+
+
+# ------------------------------------------------------------------------------ errors
+
+
+def errors() -> str:
+    """Every exception and warning of ``pytest_rlaudit.errors``, with its docstring."""
+    import pytest_rlaudit.errors as module
+
+    return "\n".join(f"```{{autoexception}} pytest_rlaudit.errors.{name}\n:show-inheritance:\n```\n"
+                     for name in module.__all__)
+
+
+# --------------------------------------------------------------------------------- api
+
+#: The public API (``pytest_rlaudit.__all__``) by what it is for. Errors have their page.
+API_GROUPS: dict[str, tuple[str, ...]] = {
+    "Audits": ("audit", "check_robust", "tolerance", "AuditResult", "ScenarioResult",
+               "ToleranceCurve", "Diagnosis"),
+    "Assertions": ("assert_robust", "assert_no_regression", "assert_deterministic",
+                   "assert_no_policy_collapse", "find_breaking_schedule", "RobustnessError"),
+    "Scenarios and schedules": ("Scenario", "Schedule"),
+    "Agents": ("as_policy", "Policy"),
+}
+
+
+def api() -> str:
+    """autodoc directives for ``pytest_rlaudit.__all__``, grouped by :data:`API_GROUPS`;
+    a public name in no group lands in "Other", so none is left out."""
+    import pytest_rlaudit
+    import pytest_rlaudit.errors as errors_module
+
+    public = [n for n in pytest_rlaudit.__all__ if not n.startswith("_")]
+    grouped = {n for names in API_GROUPS.values() for n in names}
+    rest = [n for n in public
+            if n not in grouped and n not in errors_module.__all__ and n != "scenarios"]
+    parts = []
+    for title, names in [*API_GROUPS.items(), ("Other", tuple(rest))]:
+        if not names:
+            continue
+        parts.append(f"## {title}\n")
+        for name in names:
+            obj = getattr(pytest_rlaudit, name)
+            kind = ("exception" if isinstance(obj, type) and issubclass(obj, BaseException)
+                    else "class" if isinstance(obj, type) else "function")
+            options = ":members:\n" if kind == "class" else ""
+            parts.append(f"```{{auto{kind}}} pytest_rlaudit.{name}\n{options}```\n")
+    parts.append("## The scenario registry\n\n```{eval-rst}\n.. automodule:: "
+                 "pytest_rlaudit.world.scenarios\n   :members: register, names, get, preset\n"
+                 "```\n")
+    return "\n".join(parts)
+
+
+PAGES: dict[str, Callable[[], str]] = {
+    "options": options, "markers": markers, "fixtures": fixtures, "scenarios": scenarios,
+    "records": records, "summary": summary, "errors": errors, "api": api}
+
+
+def write(directory: Path = GENERATED) -> list[Path]:
+    """Write every fragment to ``directory/NAME.md`` (only those whose text changed, so
+    Sphinx rebuilds only what did)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, make in PAGES.items():
+        path = directory / f"{name}.md"
+        text = "<!-- generated by docs/_ext/rlaudit_reference.py: do not edit -->\n\n" + make()
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """The Sphinx extension: write the fragments when the builder starts."""
+    app.connect("builder-inited", lambda app: write())
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+if __name__ == "__main__":
+    for written in write(Path(sys.argv[1]) if len(sys.argv) > 1 else GENERATED):
+        print(written)
