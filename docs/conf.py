@@ -42,6 +42,8 @@ autodoc_default_options = {"undoc-members": False}
 # Cross-references our docstrings make to names outside these pages (numpy, gymnasium,
 # private helpers) stay plain text instead of failing the strict build.
 nitpicky = False
+# Keep -- as typed: docutils' smart quotes would print --rl-agent with an en dash.
+smartquotes = False
 
 html_theme = "furo"
 html_title = f"pytest-rlaudit {release}"

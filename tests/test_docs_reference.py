@@ -28,7 +28,7 @@ def reference():
 def test_every_option_with_its_ini_key_and_help(reference):
     text = reference.options()
     for option in OPTIONS:
-        assert f"`{option.flag}`" in text and f"`{option.dest}`" in text
+        assert f"`{option.flag}" in text and f"`{option.dest}`" in text
         assert option.help.split()[0] in text
     assert "%%" not in text  # argparse's escape, undone
 

@@ -39,6 +39,11 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _rst(text: str) -> str:
+    """reST in a MyST page: autodoc's output is reST, so its directives go in eval-rst."""
+    return f"```{{eval-rst}}\n{text}```\n"
+
+
 # ----------------------------------------------------------------------------- options
 
 
@@ -46,19 +51,19 @@ def options() -> str:
     """Every plugin option: its flag, ini key, value, default and help."""
     from pytest_rlaudit.plugin.options import OPTIONS, _flag
 
-    rows = []
+    # a definition list, not a table: long flags would wrap in a narrow column
+    items = []
     for o in OPTIONS:
-        value = "(a flag)" if o.parse is _flag else _code(o.metavar or "VALUE")
-        if o.repeat:
-            value += ", repeatable"
+        flag = o.flag if o.parse is _flag else f"{o.flag}={o.metavar or 'VALUE'}"
         default = "off" if o.parse is _flag and o.default is False else (
             "none" if o.default in (None, ()) else _code(o.default))
-        rows.append((_code(o.flag), _code(o.dest), value, default,
-                     o.help.replace("%%", "%")))  # argparse's escape of %
+        facts = f"ini key {_code(o.dest)}; default: {default}" + (
+            "; repeatable, the values add up" if o.repeat else "")
+        help_ = _cell(o.help.replace("%%", "%")).replace("\\|", "|")  # argparse's escape of %
+        items.append(f"{_code(flag)}\n: {help_}\n\n  {facts}.\n")
     return ("Set on the command line, or in the `[pytest]` ini section under the ini key "
             "(`rl_episodes = 50`; flags take `true` or `false`). Precedence: marker, then "
-            "command line, then ini, then the default.\n\n"
-            + _table(("Option", "ini key", "Value", "Default", "What it does"), rows))
+            "command line, then ini, then the default.\n\n" + "\n".join(items))
 
 
 # ----------------------------------------------------------------------------- markers
@@ -212,8 +217,8 @@ def errors() -> str:
     """Every exception and warning of ``pytest_rlaudit.errors``, with its docstring."""
     import pytest_rlaudit.errors as module
 
-    return "\n".join(f"```{{autoexception}} pytest_rlaudit.errors.{name}\n:show-inheritance:\n```\n"
-                     for name in module.__all__)
+    return _rst("".join(f".. autoexception:: pytest_rlaudit.errors.{name}\n   :show-inheritance:\n\n"
+                        for name in module.__all__))
 
 
 # --------------------------------------------------------------------------------- api
@@ -248,11 +253,10 @@ def api() -> str:
             obj = getattr(pytest_rlaudit, name)
             kind = ("exception" if isinstance(obj, type) and issubclass(obj, BaseException)
                     else "class" if isinstance(obj, type) else "function")
-            options = ":members:\n" if kind == "class" else ""
-            parts.append(f"```{{auto{kind}}} pytest_rlaudit.{name}\n{options}```\n")
-    parts.append("## The scenario registry\n\n```{eval-rst}\n.. automodule:: "
-                 "pytest_rlaudit.world.scenarios\n   :members: register, names, get, preset\n"
-                 "```\n")
+            options = "   :members:\n" if kind == "class" else ""
+            parts.append(_rst(f".. auto{kind}:: pytest_rlaudit.{name}\n{options}"))
+    parts.append("## The scenario registry\n\n" + _rst(
+        ".. automodule:: pytest_rlaudit.world.scenarios\n   :members: register, names, get, preset\n"))
     return "\n".join(parts)
 
 
