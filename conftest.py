@@ -1,6 +1,11 @@
-"""Root conftest: test-suite plugins. The rlaudit plugin itself loads via its entry point."""
+"""Root conftest: test-suite plugins, and the README's examples as tests (through Sybil).
+The rlaudit plugin itself loads via its entry point."""
 
 import pytest
+from sybil import Sybil
+from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
+
+from docs.pages import collector
 
 pytest_plugins = ["pytester"]
 
@@ -12,3 +17,10 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     ``-p randomly``. (pytester clears PYTEST_ADDOPTS when it starts, so it is set here.)"""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:randomly")
     return pytester
+
+
+# The README's ```python blocks run in order in one namespace, as one test (docs/pages.py);
+# a block that cannot run here is preceded by <!-- skip: next "why" --> (an HTML comment
+# GitHub does not show).
+pytest_collect_file = collector(Sybil(parsers=[PythonCodeBlockParser(), SkipParser()],
+                                      patterns=["README.md"]))

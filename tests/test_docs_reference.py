@@ -75,3 +75,22 @@ def test_write_only_rewrites_what_changed(reference, tmp_path):
     stamps = {p: p.stat().st_mtime_ns for p in first}
     reference.write(tmp_path)
     assert {p: p.stat().st_mtime_ns for p in first} == stamps
+
+
+def test_a_page_is_one_test_its_examples_run_in_order_past_their_skips(pytester):
+    """docs/pages.py: under xdist a page's examples must not part (they share a namespace,
+    and a skip directive applies to the next one); a failure names the example's line."""
+    pytester.makeconftest(
+        "from sybil import Sybil\n"
+        "from sybil.parsers.myst import PythonCodeBlockParser, SkipParser\n"
+        "from docs.pages import collector\n"
+        "pytest_collect_file = collector(Sybil(parsers=[PythonCodeBlockParser(), "
+        "SkipParser()], patterns=['*.md']))\n")
+    block = "```python\n{}\n```\n\n"
+    pytester.makefile(".md", good=block.format("x = 1") + '% skip: next "not here"\n\n'
+                      + block.format("raise SystemExit('ran')") + block.format("assert x == 1"),
+                      bad=block.format("y = 1") + block.format("assert y == 2"))
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*PageFailure: bad.md, the example at line 5: "
+                                 "AssertionError*"])

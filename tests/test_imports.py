@@ -61,18 +61,19 @@ def test_every_public_error_and_helper_the_readme_names_imports_from_the_package
     assert pytest_rlaudit.RolloutCapWarning is errors.RolloutCapWarning
 
 
-def test_the_readme_import_lines_work():
+def test_the_import_lines_of_the_readme_and_the_docs_work():
     import importlib
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    lines = re.findall(r"^\s*from (pytest_rlaudit[\w.]*) import ([\w, ]+)$", readme, re.M)
-    assert len(lines) >= 5
-    for module, names in lines:
-        imported = importlib.import_module(module)
-        for name in (n.strip() for n in names.split(",")):
-            assert hasattr(imported, name), f"README: from {module} import {name}"
+    root = Path(__file__).resolve().parents[1]
+    for page in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for module, names in re.findall(r"^\s*from (pytest_rlaudit[\w.]*) import ([\w, ]+)$",
+                                        text, re.M):
+            imported = importlib.import_module(module)
+            for name in (n.strip() for n in names.split(",")):
+                assert hasattr(imported, name), f"{page.name}: from {module} import {name}"
 
 
 def test_without_hypothesis_the_strategies_name_the_extra_that_installs_it(monkeypatch):

@@ -208,14 +208,15 @@ def test_an_unknown_scenario_and_out_of_range_values_say_so():
         tolerance(robust, "CartPole-v1", "dropped_obs", values=[0.5, 1.0], episodes=2)
 
 
-def test_the_readme_ladder_table_is_the_ladders():
-    """The README shows LADDERS as a table: one source, so a changed ladder fails here."""
+def test_the_docs_ladder_table_is_the_ladders():
+    """The docs show LADDERS as a table: one source, so a changed ladder fails here."""
     import re
     from pathlib import Path
 
     from pytest_rlaudit.auditing.ladders import LADDERS
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    page = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "tolerance-curves.md"
+    readme = page.read_text(encoding="utf-8")
     table = readme[readme.index("| scenario | param | default values |"):].split("\n\n")[0]
     shown = {}
     for row in table.splitlines()[2:]:
