@@ -1,6 +1,8 @@
 """Root conftest: test-suite plugins, and the README's examples as tests (through Sybil).
 The rlaudit plugin itself loads via its entry point."""
 
+from pathlib import Path
+
 import pytest
 from sybil import Sybil
 from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
@@ -23,4 +25,5 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
 # a block that cannot run here is preceded by <!-- skip: next "why" --> (an HTML comment
 # GitHub does not show).
 pytest_collect_file = collector(Sybil(parsers=[PythonCodeBlockParser(), SkipParser()],
-                                      patterns=["README.md"]))
+                                      patterns=["README.md"]),
+                                only=Path(__file__).resolve().parent / "README.md")

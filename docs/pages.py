@@ -40,7 +40,7 @@ class PageItem(pytest.Item):
         document = self.sybil.parse(self.path)
         with pytest.MonkeyPatch.context() as patch:
             patch.chdir(ROOT)
-            for example in document.examples():
+            for example in document:  # its examples (Sybil 6 has no .examples())
                 try:
                     example.evaluate()
                 except (unittest.SkipTest, pytest.skip.Exception):
@@ -68,11 +68,13 @@ class PageFile(pytest.File):
         return [PageItem.from_parent(self, name="examples", sybil=self.sybil)]
 
 
-def collector(sybil: Sybil) -> Callable[[Path, pytest.Collector], PageFile | None]:
-    """A ``pytest_collect_file`` hook making one test of each page ``sybil`` parses."""
+def collector(sybil: Sybil, only: Path | None = None
+              ) -> Callable[[Path, pytest.Collector], PageFile | None]:
+    """A ``pytest_collect_file`` hook making one test of each page ``sybil`` parses
+    (``only``: of that one file)."""
 
     def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PageFile | None:
-        if sybil.should_parse(file_path):
+        if (only is None or file_path == only) and sybil.should_parse(file_path):
             return PageFile.from_parent(parent, path=file_path, sybil=sybil)
         return None
 
