@@ -15,6 +15,15 @@ def controller():
     return balance
 
 
+@pytest.fixture(autouse=True)
+def _local_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests read what a user sees at a local terminal. On CI (``CI`` or ``BUILD_NUMBER``
+    set) pytest prints every failure's whole message in the short summary too, so the
+    messages the tests count would appear twice."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+
+
 @pytest.fixture
 def tester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A pytester directory with ``agents.py`` (``cartpole_agents``) importable, and no CI
