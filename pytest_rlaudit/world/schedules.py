@@ -28,101 +28,32 @@ A schedule runs through :class:`pytest_rlaudit.perturbations.Scheduled` and goes
 wherever a scenario does: ``audit(agent, env, [schedule])``, ``assert_robust(agent,
 env, schedule, ...)``. The ``spike`` scenario is a schedule
 (``scenarios.get("spike").schedule``). This module is plain data: it imports neither
-gymnasium nor numpy.
+gymnasium nor numpy. How a channel's argument is read is in
+:mod:`~pytest_rlaudit.world.schedule_channels`; the repr's expressions and
+``describe()``'s words are in :mod:`~pytest_rlaudit.world.schedule_words`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .._checks import integer
+from . import schedule_words as words
+from .schedule_channels import (
+    CHANNELS,
+    NOMINAL_SETTINGS,
+    Run,
+    canonical,
+    check_count,
+    check_settings,
+    check_value,
+    parse_runs,
+)
+
+if TYPE_CHECKING:  # a schedule is data: scenarios build on it, not it on them
+    from .scenario import Category, Scenario
 
 __all__ = ["Schedule", "CHANNELS", "NOMINAL_SETTINGS"]
-
-#: The channels of a schedule, in the order the repr and ``describe()`` use.
-CHANNELS: tuple[str, ...] = ("speed", "delay", "obs_noise", "action_noise", "dropped")
-#: The nominal value of each channel: what a schedule reverts to.
-NOMINAL_SETTINGS: Mapping[str, Any] = {
-    "speed": 1, "delay": 0, "obs_noise": 0.0, "action_noise": 0.0, "dropped": False}
-
-_LABELS = {"speed": "speed", "delay": "observation delay", "obs_noise": "observation noise",
-           "action_noise": "action noise"}
-
-Run = tuple[Any, int | None]  # (value, count); count None: for ever (only the last run)
-
-
-def _check_value(channel: str, value: Any, where: str) -> Any:
-    """The channel value as a plain int/float/bool, or a ValueError naming the fix."""
-    is_bool = isinstance(value, bool) or type(value).__name__ == "bool_"
-    if channel == "dropped":
-        if not is_bool:
-            raise ValueError(f"Schedule: dropped{where} must be True or False, got {value!r}")
-        return bool(value)
-    if is_bool or (not hasattr(value, "__index__") and not hasattr(value, "__float__")):
-        raise ValueError(f"Schedule: {channel}{where} must be a number, got {value!r}")
-    if channel in ("speed", "delay"):
-        if not hasattr(value, "__index__"):
-            raise ValueError(f"Schedule: {channel}{where} must be an integer, got {value!r}")
-        value = int(value)
-        low = 1 if channel == "speed" else 0
-        if value < low:
-            raise ValueError(f"Schedule: {channel}{where} must be >= {low}, got {value}")
-        return value
-    value = float(value)
-    if not (value >= 0.0 and value != float("inf")):  # also rejects NaN
-        raise ValueError(f"Schedule: {channel}{where} must be a finite number >= 0, got {value}")
-    return value
-
-
-def _runs(channel: str, spec: Any) -> tuple[Run, ...]:
-    """Parse one channel argument into canonical runs (see the module docstring)."""
-    if spec is None:
-        return ()
-    if isinstance(spec, (str, bytes, Mapping)):
-        raise ValueError(f"Schedule: {channel} must be a number or a list of per-step values, "
-                         f"got {spec!r}")
-    if not isinstance(spec, Iterable):
-        values, hold = [_check_value(channel, spec, "")], True
-    else:
-        values = list(spec)
-        hold = bool(values) and values[-1] is Ellipsis
-        if hold:
-            values.pop()
-            if not values:
-                raise ValueError(f"Schedule: {channel}=[...] needs a value before the '...' "
-                                 "(the value that holds for ever)")
-        values = [_check_value(channel, v, f"[{i}]") for i, v in enumerate(values)]
-    runs: list[list[Any]] = []
-    for v in values:
-        if runs and runs[-1][0] == v:
-            runs[-1][1] += 1
-        else:
-            runs.append([v, 1])
-    return _canonical(channel, [(v, n) for v, n in runs], hold)
-
-
-def _canonical(channel: str, runs: Sequence[Run], hold: bool) -> tuple[Run, ...]:
-    """Merge equal neighbours; a held last run counts as one step held for ever; trailing
-    nominal steps are dropped (they change nothing)."""
-    merged: list[list[Any]] = []
-    for v, n in runs:
-        if merged and merged[-1][0] == v:
-            merged[-1][1] = None if n is None or merged[-1][1] is None else merged[-1][1] + n
-        else:
-            merged.append([v, n])
-    nominal = NOMINAL_SETTINGS[channel]
-    if hold and merged:
-        merged[-1][1] = None
-    while merged and merged[-1][0] == nominal:
-        merged.pop()
-    return tuple((v, n) for v, n in merged)
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
 
 
 class Schedule:
@@ -143,7 +74,7 @@ class Schedule:
                  period: int | None = None) -> None:
         given = {"speed": speed, "delay": delay, "obs_noise": obs_noise,
                  "action_noise": action_noise, "dropped": dropped}
-        runs = {c: _runs(c, given[c]) for c in CHANNELS}
+        runs = {c: parse_runs(c, given[c]) for c in CHANNELS}
         self._init(runs, period)
 
     def _init(self, runs: dict[str, tuple[Run, ...]], period: int | None) -> None:
@@ -156,7 +87,7 @@ class Schedule:
                     raise ValueError(f"Schedule: {c} holds its last value for ever ('...'), "
                                      "which a periodic schedule cannot; drop the '...' or "
                                      "the period")
-                length = sum(n for _, n in rs)
+                length = sum(n for _, n in rs if n is not None)
                 if length > period:
                     raise ValueError(f"Schedule: {c} has {length} steps, more than the period "
                                      f"({period}); a period repeats the first {period} steps")
@@ -171,7 +102,7 @@ class Schedule:
     @classmethod
     def constant(cls, **settings: Any) -> Schedule:
         """The given settings throughout: ``Schedule.constant(speed=3)``."""
-        return cls(**_settings(settings, "constant"))
+        return cls(**check_settings(settings, "constant"))
 
     @classmethod
     def step(cls, at: int, **settings: Any) -> Schedule:
@@ -180,9 +111,10 @@ class Schedule:
         >>> Schedule.step(at=10, delay=2)
         Schedule(delay=[0]*10 + [2, ...])
         """
-        at = _count("step", "at", at, minimum=0)
-        return cls(**{c: [NOMINAL_SETTINGS[c]] * at + [v, ...]
-                      for c, v in _settings(settings, "step").items()})
+        at = check_count("step", "at", at, minimum=0)
+        channels: dict[str, Any] = {c: [NOMINAL_SETTINGS[c]] * at + [v, ...]
+                                    for c, v in check_settings(settings, "step").items()}
+        return cls(**channels)
 
     @classmethod
     def spike(cls, at: int, duration: int, **settings: Any) -> Schedule:
@@ -191,10 +123,11 @@ class Schedule:
         >>> Schedule.spike(at=20, duration=20, speed=5)  # the 'spike' scenario
         Schedule(speed=[1]*20 + [5]*20)
         """
-        at = _count("spike", "at", at, minimum=0)
-        duration = _count("spike", "duration", duration, minimum=1)
-        return cls(**{c: [NOMINAL_SETTINGS[c]] * at + [v] * duration
-                      for c, v in _settings(settings, "spike").items()})
+        at = check_count("spike", "at", at, minimum=0)
+        duration = check_count("spike", "duration", duration, minimum=1)
+        channels: dict[str, Any] = {c: [NOMINAL_SETTINGS[c]] * at + [v] * duration
+                                    for c, v in check_settings(settings, "spike").items()}
+        return cls(**channels)
 
     @classmethod
     def ramp(cls, at: int, duration: int, **settings: Any) -> Schedule:
@@ -204,10 +137,10 @@ class Schedule:
         >>> Schedule.ramp(at=5, duration=4, speed=5)
         Schedule(speed=[1]*5 + [2, 3, 4, 5, ...])
         """
-        at = _count("ramp", "at", at, minimum=0)
-        duration = _count("ramp", "duration", duration, minimum=1)
-        out = {}
-        for c, v in _settings(settings, "ramp").items():
+        at = check_count("ramp", "at", at, minimum=0)
+        duration = check_count("ramp", "duration", duration, minimum=1)
+        out: dict[str, Any] = {}
+        for c, v in check_settings(settings, "ramp").items():
             if c == "dropped":
                 raise ValueError("Schedule.ramp: dropped is on or off and cannot ramp; use "
                                  "Schedule.step(at=..., dropped=True)")
@@ -227,14 +160,14 @@ class Schedule:
         >>> Schedule.periodic(period=50, duration=5, speed=3)
         Schedule(speed=[3]*5, period=50)
         """
-        period = _count("periodic", "period", period, minimum=1)
-        at = _count("periodic", "at", at, minimum=0)
-        duration = _count("periodic", "duration", duration, minimum=1)
+        period = check_count("periodic", "period", period, minimum=1)
+        at = check_count("periodic", "at", at, minimum=0)
+        duration = check_count("periodic", "duration", duration, minimum=1)
         if at + duration > period:
             raise ValueError(f"Schedule.periodic: at + duration ({at + duration}) must fit in "
                              f"the period ({period})")
         return cls(**{c: [NOMINAL_SETTINGS[c]] * at + [v] * duration
-                      for c, v in _settings(settings, "periodic").items()}, period=period)
+                      for c, v in check_settings(settings, "periodic").items()}, period=period)
 
     # ------------------------------------------------------------------ access
 
@@ -298,7 +231,7 @@ class Schedule:
         return hash(self._key)
 
     def __repr__(self) -> str:
-        parts = [f"{c}={_channel_expr(self._runs[c])}" for c in self.channels]
+        parts = [f"{c}={words.channel_expr(self._runs[c])}" for c in self.channels]
         if self.period is not None:
             parts.append(f"period={self.period}")
         return f"Schedule({', '.join(parts)})"
@@ -338,10 +271,10 @@ class Schedule:
                     raise ValueError(f"schedule document: only the last run of {c} may hold "
                                      "for ever (count null)")
                 if count is not None:
-                    count = _count("schedule document", f"{c}[{i}] count", count, minimum=1)
-                parsed.append((_check_value(c, value, f"[{i}]"), count))
+                    count = check_count("schedule document", f"{c}[{i}] count", count, minimum=1)
+                parsed.append((check_value(c, value, f"[{i}]"), count))
             hold = bool(parsed) and parsed[-1][1] is None
-            runs[c] = _canonical(c, parsed, hold)
+            runs[c] = canonical(c, parsed, hold)
         schedule = cls.__new__(cls)
         schedule._init(runs, data.get("period"))
         return schedule
@@ -356,97 +289,14 @@ class Schedule:
         >>> Schedule(dropped=[False]*30 + [True]*2, obs_noise=0.05).describe()
         'observation noise is 0.05 throughout and observations are dropped for 2 steps at step 30'
         """
-        clauses = []
-        for c in self.channels:
-            clauses += [_block_words(c, start, values, counts)
-                        for start, values, counts in _blocks(c, self._runs[c])]
-        if not clauses:
-            return "nothing changes (nominal)"
-        text = " and ".join(clauses)
-        if self.period is not None:
-            text += f", repeating every {self.period} steps"
-        return text
+        return words.describe(self._runs, self.period)
 
-    def as_scenario(self, name: str = "schedule", category: str = "custom") -> Any:
+    def as_scenario(self, name: str = "schedule", category: Category = "custom") -> Scenario:
         """``Scenario.from_schedule(self, name, category)``: this schedule as a scenario.
 
         >>> Schedule(speed=3).as_scenario("slow").name
         'slow'
         """
-        from .scenarios import Scenario  # a schedule is data: scenarios build on it
+        from .scenario import Scenario  # a schedule is data: scenarios build on it
 
         return Scenario.from_schedule(self, name, category)
-
-
-def _settings(settings: Mapping[str, Any], shape: str) -> dict[str, Any]:
-    if not settings:
-        raise ValueError(f"Schedule.{shape} needs at least one setting, e.g. speed=4; "
-                         f"channels: {', '.join(CHANNELS)}")
-    unknown = [c for c in settings if c not in CHANNELS]
-    if unknown:
-        raise ValueError(f"Schedule.{shape}: unknown channel(s) {', '.join(map(repr, unknown))}; "
-                         f"channels: {', '.join(CHANNELS)}")
-    return {c: _check_value(c, v, "") for c, v in settings.items()}
-
-
-def _count(owner: str, name: str, value: Any, *, minimum: int) -> int:
-    return integer(f"{owner}: {name}", value, minimum=minimum)
-
-
-def _channel_expr(runs: tuple[Run, ...]) -> str:
-    """``[1]*20 + [2, 3] + [5, ...]``, or a bare number for a value held throughout."""
-    if len(runs) == 1 and runs[0][1] is None:
-        return repr(runs[0][0])
-    terms: list[str] = []
-    singles: list[str] = []
-    for v, n in runs:
-        if n == 1 or n is None:
-            singles.append(repr(v))
-            if n is None:
-                singles.append("...")
-            continue
-        if singles:
-            terms.append(f"[{', '.join(singles)}]")
-            singles = []
-        terms.append(f"[{v!r}]*{n}")
-    if singles:
-        terms.append(f"[{', '.join(singles)}]")
-    return " + ".join(terms)
-
-
-def _blocks(channel: str, runs: tuple[Run, ...]) -> list[tuple[int, list[Any], list[int | None]]]:
-    """Maximal stretches of non-nominal runs: (start step, values, counts)."""
-    out: list[tuple[int, list[Any], list[int | None]]] = []
-    t, current = 0, None
-    for v, n in runs:
-        if v == NOMINAL_SETTINGS[channel]:
-            current = None
-        else:
-            if current is None:
-                current = (t, [], [])
-                out.append(current)
-            current[1].append(v)
-            current[2].append(n)
-        t += n or 0
-    return out
-
-
-def _block_words(channel: str, start: int, values: list[Any], counts: list[int | None]) -> str:
-    forever = counts[-1] is None
-    steps = sum(n for n in counts if n is not None)
-    if forever and start == 0 and len(values) == 1:
-        if channel == "dropped":
-            return "observations never arrive after reset"
-        return f"{_LABELS[channel]} is {_fmt(values[0])} throughout"
-    if forever:
-        when = f"at step {start} and stays" if len(values) == 1 else f"from step {start} on"
-    elif len(values) == 1:
-        when = f"for {steps} step{'s' if steps != 1 else ''} at step {start}"
-    else:
-        when = f"over steps {start}-{start + steps - 1}"
-    if channel == "dropped":
-        if forever:
-            return f"observations stop arriving at step {start}"
-        return f"observations are dropped {when}"
-    path = " -> ".join(_fmt(v) for v in [NOMINAL_SETTINGS[channel], *values])
-    return f"{_LABELS[channel]} goes {path} {when}"
