@@ -124,7 +124,7 @@ _ENV_FIX = ("Fix: draw all of the env's randomness from the generator seeded in 
 
 
 def _agent_message(policy: Policy, label: str, t: int, a: Any, b: Any) -> str:
-    name = getattr(policy, "name", type(policy).__name__)
+    name = policy.name
     x, y = np.asarray(a), np.asarray(b)
     rounding = ""
     if x.shape == y.shape and x.dtype.kind == y.dtype.kind == "f" and np.allclose(
@@ -154,14 +154,12 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
                       reuse=False)
     try:
         first = group.make(0)
-        if hasattr(policy, "bind"):
-            policy.bind(first[0].observation_space, first[0].action_space)
+        policy.bind(first[0].observation_space, first[0].action_space)
         group.free[0] = [first]
         check_actions = ActionChecker(first[0].action_space)
-        stateful = bool(getattr(policy, "stateful", False))
         policy.reset()
         states = ([policy.initial_state(episode_seed_sequence(seed, episode, POLICY_STREAM))]
-                  if stateful else None)
+                  if policy.stateful else None)
         reply = group.step(None, [(0, 0)])
         while reply.jobs:
             run.observations.append(reply.obs)  # stacked afresh at every step

@@ -11,7 +11,7 @@ from typing import Any
 from ..._imports import import_module
 from ...errors import PolicyError
 from ..envs import AuditEnv, EnvLike, env_spec
-from .base import Policy
+from .base import CorePolicy, Policy
 from .callables import CallablePolicy, RandomPolicy
 from .needs import EnvNeeds
 from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper, stacked_space
@@ -124,7 +124,11 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
     ``agent``: an SB3 model, a path to an SB3 ``.zip`` or to an rl-baselines3-zoo
     folder, ``hf://<org>/<repo>`` (a model on the Hugging Face Hub), a torch
     ``nn.Module``, a callable ``obs_batch -> action_batch``, ``"random"``, a
-    ``"module:attribute"`` string naming one of these, or a :class:`Policy`.
+    ``"module:attribute"`` string naming one of these, or a :class:`Policy`. An object
+    with the members of :class:`~.base.CorePolicy` only (``act``, ``initial_state``,
+    ``reset``, ``stateful``) is completed into a :class:`Policy` (a
+    :class:`~.preprocess.PolicyWrapper` around it, with the defaults of
+    :class:`~.base.BasePolicy`): the policy returned always has every member.
 
     - ``algo`` names the SB3 algorithm of a ``.zip`` when neither the file nor its
       folder tells.
@@ -181,6 +185,13 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
                           f"a {type(agent).__name__}")
     if isinstance(agent, Policy):
         return _named(_preprocessed(agent, own_stats, frame_stack), name)
+    if isinstance(agent, CorePolicy):
+        # A policy of one's own with the narrow protocol only: completed, in a wrapper
+        # that has every member (so the user's object is never renamed either).
+        completed = PolicyWrapper(agent)
+        if name is not None:
+            completed.name = name
+        return _preprocessed(completed, own_stats, frame_stack)
     if callable(agent):
         return _preprocessed(CallablePolicy(agent, name=name), own_stats, frame_stack)
     raise PolicyError(
@@ -206,5 +217,5 @@ def env_for(policy: Policy, env: EnvLike) -> AuditEnv:
     >>> env_for(as_policy("random"), "CartPole-v1").name
     'CartPole-v1'
     """
-    needs = getattr(policy, "env_needs", None)
+    needs = policy.env_needs
     return needs.apply(env) if isinstance(needs, EnvNeeds) else env_spec(env)

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["Policy", "BasePolicy"]
+if TYPE_CHECKING:
+    from .needs import EnvNeeds
+
+__all__ = ["Policy", "CorePolicy", "BasePolicy"]
 
 
 @runtime_checkable
-class Policy(Protocol):
-    """The batched policy protocol the rollout runner drives.
-
-    ``act(obs, states)`` maps a batch of observations (first axis: one row per active
-    episode) to a batch of actions. Stateless policies have ``stateful = False`` and get
-    and return ``states = None``. Stateful ones (recurrent nets, random policies) get a
-    list with one state per row, where ``initial_state(seed)`` made each state at the
-    start of its episode from that episode's own seed, and return the updated list.
-    ``reset()`` is called once before each rollout.
-    """
+class CorePolicy(Protocol):
+    """What a policy of one's own must implement itself: ``stateful``, ``act``,
+    ``initial_state`` and ``reset`` (see :class:`Policy`). :func:`~.adapt.as_policy`
+    completes such an object into a :class:`Policy`, with the defaults of
+    :class:`BasePolicy` for the members it lacks."""
 
     stateful: bool
 
@@ -34,15 +32,81 @@ class Policy(Protocol):
         ...
 
 
+@runtime_checkable
+class Policy(CorePolicy, Protocol):
+    """The batched policy protocol the rollout runner drives.
+
+    ``act(obs, states)`` maps a batch of observations (first axis: one row per active
+    episode) to a batch of actions. Stateless policies have ``stateful = False`` and get
+    and return ``states = None``. Stateful ones (recurrent nets, random policies) get a
+    list with one state per row, where ``initial_state(seed)`` made each state at the
+    start of its episode from that episode's own seed, and return the updated list.
+    ``reset()`` is called once before each rollout.
+
+    Every policy :func:`~.adapt.as_policy` returns has all the members below, so the
+    code that drives it reads them directly. A policy of one's own needs only those of
+    :class:`CorePolicy`; subclass :class:`BasePolicy`, or let ``as_policy`` fill in the
+    rest (an object without them is wrapped in a
+    :class:`~.preprocess.PolicyWrapper`, which has them).
+    """
+
+    #: The agent's label in reports, messages and records (an audit's ``agent``).
+    name: str
+
+    #: Whether ``act`` takes and returns one state per row: the runner calls
+    #: ``initial_state`` at the start of each episode and keeps each row's state between
+    #: steps only for a stateful policy; a stateless one gets ``states=None``.
+    stateful: bool
+
+    #: Whether the runner's worker processes (``workers=``) may each run a copy of it on
+    #: whole episodes of their own, rather than send every step's observations to this
+    #: one copy: for policies that cost nothing to copy and gain nothing from large
+    #: batches (the random reference). The results are the same either way.
+    shards_freely: bool
+
+    #: What the agent needs of the env it is audited on (a zoo folder's ``env_kwargs``
+    #: and wrappers), or None: :func:`~.adapt.env_for` applies it to every env the audit
+    #: makes, the random reference's too.
+    env_needs: EnvNeeds | None
+
+    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        """Called with the spaces of the first env the runner makes, before ``reset`` and
+        the first ``act`` of each rollout (and of the seed replay): the policy learns the
+        env's spaces and may refuse spaces that do not fit it (a
+        :class:`~pytest_rlaudit.errors.PolicyError`). Every other env of the rollout
+        has the same spaces."""
+        ...
+
+    def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
+        """Called at every agent step with the observations of the episodes that are
+        running (a batch of rows, at most the audit's batch size) and, for a stateful
+        policy, their states in the same order; returns one action per row (checked
+        against the action space) and the states to pass with those rows next time."""
+        ...
+
+    def initial_state(self, seed: np.random.SeedSequence) -> Any:
+        """Called by the runner at the start of each episode of a stateful policy with
+        that episode's own seed sequence (the same in every scenario, so that episodes
+        stay paired): the state its first ``act`` gets for that row. Sampling policies
+        draw from a generator made here, never from a global one."""
+        ...
+
+    def reset(self) -> None:
+        """Called once at the start of each rollout, after ``bind`` and before any
+        ``initial_state`` or ``act``."""
+        ...
+
+
 class BasePolicy:
-    """Convenience base: a stateless policy bound to the env's spaces by the runner."""
+    """Convenience base: a stateless policy bound to the env's spaces by the runner,
+    with every member of :class:`Policy` but ``act``."""
 
     stateful: bool = False
     name: str = "policy"
     observation_space: spaces.Space | None = None
     action_space: spaces.Space | None = None
     #: What the agent needs of its env (a zoo folder's env_kwargs and wrappers), if anything.
-    env_needs: Any = None
+    env_needs: EnvNeeds | None = None
     #: Whether the runner's worker processes may each run a copy of it on episodes of
     #: their own (``workers=``), rather than send every step's observations to one copy:
     #: for policies that cost nothing to copy and gain nothing from large batches.

@@ -47,6 +47,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ...errors import PolicyError
+from .base import CorePolicy, Policy
 from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper
 from .sb3 import SB3Policy
 from .torch import TorchPolicy, _describe, _mean_of_get_action, _seeded, _torch_threads
@@ -98,7 +99,7 @@ class ActionScores:
                 self.module.train(True)
 
 
-def action_scores(policy: Any, observation_space: spaces.Space,
+def action_scores(policy: Policy, observation_space: spaces.Space,
                   action_space: spaces.Space) -> ActionScores:
     """The differentiable action scores of ``policy`` on an env with these spaces.
 
@@ -106,7 +107,7 @@ def action_scores(policy: Any, observation_space: spaces.Space,
     (see the module docstring), naming the agent and what is supported.
     """
     transforms: list[Scores] = []
-    inner = policy
+    inner: CorePolicy = policy
     while isinstance(inner, PolicyWrapper):
         if isinstance(inner, FrameStackPolicy):
             raise PolicyError(
@@ -135,19 +136,19 @@ def _after(first: Scores, then: Scores) -> Scores:
     return lambda x: then(first(x))
 
 
-def _name(policy: Any) -> str:
-    name = getattr(policy, "name", None)
+def _name(policy: Policy) -> str:
+    name = policy.name
     return f"{type(policy).__name__} {name!r}" if name else type(policy).__name__
 
 
-def _no_gradients(policy: Any, why: str) -> PolicyError:
+def _no_gradients(policy: Policy, why: str) -> PolicyError:
     return PolicyError(
         f"adversarial_obs needs a torch-backed agent: {SUPPORTED}; agent {_name(policy)} is "
         f"not one ({why}). Audit it with obs_noise, or pass the model itself as the agent"
     )
 
 
-def _discrete(action_space: spaces.Space, policy: Any) -> bool:
+def _discrete(action_space: spaces.Space, policy: Policy) -> bool:
     if isinstance(action_space, spaces.Discrete):
         return True
     if isinstance(action_space, spaces.Box):

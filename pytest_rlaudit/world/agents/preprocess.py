@@ -27,7 +27,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ...errors import PolicyError
-from .base import BasePolicy, Policy
+from .base import BasePolicy, CorePolicy
 from .pickles import unpickle
 
 __all__ = ["PolicyWrapper", "NormalizedPolicy", "FrameStackPolicy", "load_vec_normalize",
@@ -35,14 +35,35 @@ __all__ = ["PolicyWrapper", "NormalizedPolicy", "FrameStackPolicy", "load_vec_no
 
 
 class PolicyWrapper(BasePolicy):
-    """A policy around another one: binding, resets and episode state pass through, and
-    attributes it does not have are read from the wrapped policy (``.model`` of an SB3
-    agent, ``.env_needs``), as gymnasium wrappers once forwarded theirs."""
+    """A policy around another one: binding, resets and episode state pass through, the
+    wrapped policy's ``name``, ``stateful``, ``shards_freely`` and ``env_needs`` are its
+    own, and attributes it does not have are read from the wrapped policy (``.model`` of
+    an SB3 agent), as gymnasium wrappers once forwarded theirs.
 
-    def __init__(self, policy: Policy) -> None:
+    It is also what completes a policy of one's own that implements only the
+    :class:`~.base.CorePolicy` members into a :class:`~.base.Policy`: the members the
+    wrapped object lacks take :class:`~.base.BasePolicy`'s defaults (its class name as
+    ``name``; a ``bind`` that only records the spaces).
+
+    >>> import numpy as np
+    >>> class Mine:  # the narrow protocol only
+    ...     stateful = False
+    ...     def act(self, obs, states): return np.zeros(len(obs), dtype=np.int64), None
+    ...     def initial_state(self, seed): return None
+    ...     def reset(self): pass
+    >>> completed = PolicyWrapper(Mine())
+    >>> completed.name, completed.shards_freely, completed.env_needs
+    ('Mine', False, None)
+    """
+
+    def __init__(self, policy: CorePolicy) -> None:
         self.policy = policy
+        # The one place that reads these with defaults: everything downstream of a
+        # wrapper (and of as_policy) reads them directly.
         self.name = getattr(policy, "name", type(policy).__name__)
         self.stateful = bool(getattr(policy, "stateful", False))
+        self.shards_freely = bool(getattr(policy, "shards_freely", False))
+        self.env_needs = getattr(policy, "env_needs", None)
 
     def __getattr__(self, name: str) -> Any:
         if name == "policy":  # not set yet (unpickling): never recurse
@@ -51,8 +72,7 @@ class PolicyWrapper(BasePolicy):
 
     def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
         super().bind(observation_space, action_space)
-        if hasattr(self.policy, "bind"):
-            self.policy.bind(observation_space, action_space)
+        _bind(self.policy, observation_space, action_space)
 
     def initial_state(self, seed: np.random.SeedSequence) -> Any:
         return self.policy.initial_state(seed)
@@ -62,6 +82,13 @@ class PolicyWrapper(BasePolicy):
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
         return self.policy.act(obs, states)
+
+
+def _bind(policy: CorePolicy, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    """``policy.bind(...)``, if it has one: a narrow policy has none."""
+    bind = getattr(policy, "bind", None)
+    if bind is not None:
+        bind(observation_space, action_space)
 
 
 #: The names VecNormalize statistics are saved under: the zoo's, and the Hub's.
@@ -133,7 +160,7 @@ class NormalizedPolicy(PolicyWrapper):
     """Observations normalised with a ``VecNormalize``'s statistics before ``policy``
     (its ``normalize_obs``, bit for bit)."""
 
-    def __init__(self, policy: Policy, vec_normalize: Any) -> None:
+    def __init__(self, policy: CorePolicy, vec_normalize: Any) -> None:
         super().__init__(policy)
         self.vec_normalize = load_vec_normalize(vec_normalize)
         self._scale: tuple[np.ndarray, np.ndarray, float] | None = None
@@ -195,7 +222,7 @@ class FrameStackPolicy(PolicyWrapper):
     episodes sharing the call.
     """
 
-    def __init__(self, policy: Policy, n_stack: int) -> None:
+    def __init__(self, policy: CorePolicy, n_stack: int) -> None:
         super().__init__(policy)
         if isinstance(n_stack, bool) or not isinstance(n_stack, (int, np.integer)) or n_stack < 1:
             raise PolicyError(f"frame_stack must be an integer >= 1, got {n_stack!r}")
@@ -207,8 +234,7 @@ class FrameStackPolicy(PolicyWrapper):
         stacked = stacked_space(observation_space, self.n_stack)
         self._axis = _stack_axis(observation_space)
         BasePolicy.bind(self, observation_space, action_space)
-        if hasattr(self.policy, "bind"):
-            self.policy.bind(stacked, action_space)
+        _bind(self.policy, stacked, action_space)
 
     def initial_state(self, seed: np.random.SeedSequence) -> Any:
         inner = self.policy.initial_state(seed) if self.policy.stateful else None

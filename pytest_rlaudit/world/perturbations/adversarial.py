@@ -14,6 +14,7 @@ from gymnasium import spaces
 from .base import Perturbation, _float_arg, _int_arg, _require_box_obs, check_scale
 
 if TYPE_CHECKING:
+    from ..agents.base import Policy
     from ..agents.gradients import ActionScores
 
 __all__ = ["AdversarialObservation"]
@@ -94,7 +95,7 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
         self._scores: ActionScores | None = None
         self._warned = False
 
-    def attach_policy(self, policy: Any) -> None:
+    def attach_policy(self, policy: Policy) -> None:
         """Attack ``policy`` from now on (the audit runner calls this with its agent).
 
         Raises :class:`~pytest_rlaudit.errors.PolicyError` for an agent without
