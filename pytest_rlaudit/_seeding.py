@@ -8,10 +8,11 @@ process, on every xdist worker and on every machine.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["stable_hash", "episode_seed_sequence", "POLICY_STREAM"]
+__all__ = ["stable_hash", "episode_seeds", "episode_seed_sequence", "POLICY_STREAM"]
 
 #: Stream name for an agent's own randomness (random or stochastic policies). It is
 #: the same in every scenario, so a stochastic agent draws the same numbers in the
@@ -26,6 +27,17 @@ def stable_hash(name: str) -> int:
     True
     """
     return zlib.crc32(name.encode("utf-8"))
+
+
+def episode_seeds(seed: int, indices: Iterable[int]) -> np.ndarray:
+    """The env reset seeds of episodes ``indices`` of an audit seeded with ``seed``, as
+    int64: episode ``i`` of every scenario, nominal included, resets with ``seed + i``
+    (common random numbers).
+
+    >>> episode_seeds(7, [0, 1, 5])
+    array([ 7,  8, 12])
+    """
+    return np.asarray([seed + i for i in indices], dtype=np.int64)
 
 
 def episode_seed_sequence(seed: int, episode: int, stream: str) -> np.random.SeedSequence:

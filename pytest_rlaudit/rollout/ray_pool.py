@@ -1,15 +1,18 @@
 """The Ray backend: shards of episode indices run on Ray actors, merged by (scenario, episode).
 
-Each actor runs the in-process runner (:func:`~.runner._run_pool`) on its shard of episode
+Each actor runs the in-process pool (:func:`~.pool.run_pool`) on its shard of episode
 indices with its own copy of the agent, env and scenarios (shipped once per call with
 ``ray.put``; cloudpickle, so lambda and closure factories travel too). A result depends
 only on (agent, env, scenario, seed, episode index), never on the batch or the process
 that ran it (DESIGN.md section 5), so the merged numbers are those of a local run, bit for bit.
+What runs on an actor, and how its errors travel back, is :mod:`.ray_actor`; this module
+is the caller's side: shipping, dispatching, waiting and keeping the actors.
 
-Ray is imported only here, when a run asks for it. ``ray.init()`` runs only if Ray is not
-running yet: ``RAY_ADDRESS`` (Ray's own convention) or the caller's own ``ray.init(...)``
-choose the cluster. A ``RAY_ADDRESS`` that does not answer is an error naming it within
-seconds, where Ray itself retries for minutes (:mod:`.ray_connect`).
+Ray is imported only here and in :mod:`.ray_actor`, when a run asks for it.
+``ray.init()`` runs only if Ray is not running yet: ``RAY_ADDRESS`` (Ray's own
+convention) or the caller's own ``ray.init(...)`` choose the cluster. A ``RAY_ADDRESS``
+that does not answer is an error naming it within seconds, where Ray itself retries for
+minutes (:mod:`.ray_connect`).
 
 Under an audit's ``timeout`` (:mod:`.deadline`) every actor runs its shard under the time
 left, and says where it was stuck; the waits for actors end :data:`~.deadline.GRACE`
@@ -29,14 +32,10 @@ left running shards nobody will read.
 from __future__ import annotations
 
 import itertools
-import os
-import socket
 import threading
-import traceback
 from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from functools import partial
 from time import perf_counter
 from typing import Any
 
@@ -46,10 +45,12 @@ from .._optional import require
 from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.scenarios import Scenario
-from .deadline import GRACE, Expired, current, within
+from .batches import EpisodeBatch
+from .deadline import GRACE, Expired, current
+from .pool import run_pool
+from .ray_actor import ShardActor, raise_failures
 from .ray_connect import init
-from .runner import EpisodeBatch, _run_pool
-from .shards import caught_running, merge, rewarn, split
+from .shards import merge, rewarn, split
 
 __all__ = ["run_pool_on_ray", "RayTiming", "last_timing", "release_actors", "IDLE_SECONDS"]
 
@@ -93,7 +94,7 @@ def run_pool_on_ray(
     record: bool | Collection[str],
     workers: int | None = None,
 ) -> dict[str, EpisodeBatch]:
-    """``_run_pool(policy, env, scenarios, indices, ...)`` with the episode indices sharded
+    """``run_pool(policy, env, scenarios, indices, ...)`` with the episode indices sharded
     over Ray actors: the same batches, exceptions and warnings as the local run.
 
     ``workers``: the number of shards (None: the cluster's CPU count), at most one per
@@ -115,8 +116,8 @@ def run_pool_on_ray(
     indices = list(indices)
     if not indices or min(indices) < 0 or not scenarios:
         # The runner owns these messages; it raises them before making any env.
-        return _run_pool(policy, env, scenarios, indices, seed=seed, batch_size=batch_size,
-                         max_steps=max_steps, record=record)
+        return run_pool(policy, env, scenarios, indices, seed=seed, batch_size=batch_size,
+                        max_steps=max_steps, record=record)
     # Checked here so that a typo fails at once, not after Ray and the actors have started.
     check_seed(seed, episodes=max(indices) + 1)
     if batch_size is not None:
@@ -138,7 +139,7 @@ def run_pool_on_ray(
         try:
             refs = [_put(ray, policy, "the agent"), _put(ray, env, "the env"),
                     _put(ray, tuple(scenarios), "the scenarios")]
-            _check(_get_by(ray, [actor.load.remote(call, refs) for actor in actors]))
+            raise_failures(_get_by(ray, [actor.load.remote(call, refs) for actor in actors]))
             ran = perf_counter()
             options = {"seed": seed, "batch_size": batch_size, "max_steps": max_steps,
                        "record": record}
@@ -229,7 +230,7 @@ def _dispatch(ray: Any, actors: list[Any], call: int, shards: list[list[int]],
             for ref in sorted(ready, key=lambda r: running[r][0]):
                 result = _get(ray, ref)  # an actor that died raises here: still running, killed
                 k, actor = running.pop(ref)
-                out[k] = _check([result])[0]
+                out[k] = raise_failures([result])[0]
                 idle.append(actor)
             if bound is not None and bound.passed():
                 raise _late(bound, [shards[k] for k, _ in running.values()], names)
@@ -260,93 +261,6 @@ def _get(ray: Any, ref: Any) -> Any:
         raise
 
 
-def _check(results: list[Any]) -> list[Any]:
-    """``results`` unchanged, unless one is a :class:`_Failure`: raise its exception."""
-    for result in results:
-        if isinstance(result, _Failure):
-            result.reraise()
-    return results
-
-
-class _RemoteTraceback(Exception):
-    """The traceback of an exception raised on a Ray actor, as text (it cannot travel)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-    def __str__(self) -> str:
-        return f'\n"""\n{self.text}"""'
-
-
-class _Failure:
-    """An exception raised on an actor, made to travel: the exception itself and its
-    ``__cause__`` when they pickle, and the whole traceback as text."""
-
-    def __init__(self, exc: BaseException) -> None:
-        where = f"on Ray actor pid {os.getpid()} at {socket.gethostname()}"
-        self.text = f"{where}\n" + "".join(traceback.format_exception(type(exc), exc,
-                                                                      exc.__traceback__))
-        self.error = _portable(exc) or RuntimeError(
-            f"{type(exc).__name__}: {exc} (raised on a Ray actor; the exception itself could "
-            "not be pickled back)")
-        self.cause = _portable(exc.__cause__) if exc.__cause__ is not None else None
-
-    def reraise(self) -> None:
-        remote = _RemoteTraceback(self.text)
-        if self.cause is not None:
-            self.cause.__cause__ = remote
-            self.error.__cause__ = self.cause
-        else:
-            self.error.__cause__ = remote
-        raise self.error
-
-
-def _portable(exc: BaseException) -> BaseException | None:
-    """``exc`` if it survives a pickle round trip (what Ray does to a return value)."""
-    import ray
-
-    try:
-        ray.cloudpickle.loads(ray.cloudpickle.dumps(exc))
-    except Exception:
-        return None
-    return exc
-
-
-class _Worker:
-    """A Ray actor: loads a call's agent, env and scenarios once, then runs its shards."""
-
-    def __init__(self) -> None:
-        self.loaded: dict[int, tuple[Policy, AuditEnv, tuple[Scenario, ...]]] = {}
-
-    def load(self, call: int, refs: list[Any]) -> _Failure | None:
-        import ray
-
-        # The refs arrive nested in a list, so that a failure to unpickle them (a module
-        # missing on this node) happens here and travels back like any other error.
-        try:
-            policy, env, scenarios = ray.get(refs)
-        except Exception as exc:
-            return _Failure(exc)
-        self.loaded[call] = (policy, env, scenarios)
-        return None
-
-    def run(self, call: int, indices: list[int], options: dict[str, Any]) -> Any:
-        policy, env, scenarios = self.loaded[call]
-        options = dict(options)
-        left, timeout = options.pop("deadline", (None, None))
-        try:
-            # The caller's deadline, for the time it had left: a step stuck here says where.
-            with within(None if left is None else max(left, 1e-3), said=timeout):
-                return caught_running(partial(_run_pool, policy, env, scenarios, **options),
-                                      indices)
-        except Exception as exc:
-            return _Failure(exc)
-
-    def forget(self, call: int) -> None:
-        self.loaded.pop(call, None)
-
-
 _CALLS = itertools.count()
 
 
@@ -368,7 +282,7 @@ class _Pool:
         if session != self.session:  # Ray was shut down and started again: handles are stale
             self.actors, self.session = [], session
         if self.actor_class is None:
-            self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(_Worker)
+            self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(ShardActor)
         new = [self.actor_class.remote() for _ in range(n - len(self.actors))]
         self.actors.extend(new)
         return self.actors[:n], len(new)

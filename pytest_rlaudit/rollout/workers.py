@@ -4,12 +4,12 @@ With ``workers=N`` the pool's env slots are spread over N processes: the runner'
 N - 1 forked worker processes. The runner alone makes the policy calls, batched: the
 agent stays in one place. Only the env stepping is spread.
 
-Where the groups are large (:data:`~.runner.PHASE_ROWS`), the slots of every process are
+Where the groups are large (:data:`~.pool.PHASE_ROWS`), the slots of every process are
 split into two *phases* (one :class:`~.slots.SlotGroup` each), driven in turn: while a
 worker steps its envs of one phase, the runner makes the policy call for the other
 phase, steps its own envs of it and reads the worker's reply. So a worker does not wait
 for policy calls or round trips, as long as it holds a little more env work than the
-runner, which also makes the calls (:data:`~.runner.LOCAL_SHARE`). A worker process
+runner, which also makes the calls (:data:`~.pool.LOCAL_SHARE`). A worker process
 serves its phases in the order they are asked (:class:`WorkerProcess`); a
 :class:`WorkerPart` is one phase of it behind the same ``send``/``receive`` pair as a
 :class:`LocalGroup`. Small pools keep one phase: there, a second policy call per step
@@ -192,7 +192,7 @@ def _serve(conn: Any, build: Callable[[], list[SlotGroup]], spin: float) -> None
 
 
 #: (the error so far, the rows a worker held, their agent steps, what it did) -> the error
-#: located at those rows, in the runner's words (:func:`~.runner._placer`).
+#: located at those rows, in the runner's words (:func:`~.driver.placer`).
 Placer = Callable[[Expired, Sequence[Job], Sequence[int], str], Expired]
 
 

@@ -24,8 +24,9 @@ from pytest_rlaudit import scenarios
 from pytest_rlaudit.errors import RolloutCapWarning, RolloutError, RolloutTimeoutError
 from pytest_rlaudit.rollout import ray_pool
 from pytest_rlaudit.rollout.deadline import within
+from pytest_rlaudit.rollout.pool import run_pool
 from pytest_rlaudit.rollout.ray_pool import run_pool_on_ray
-from pytest_rlaudit.rollout.runner import DEFAULT_MAX_STEPS, _run_pool
+from pytest_rlaudit.rollout.runner import DEFAULT_MAX_STEPS
 from pytest_rlaudit.world.agents import as_policy
 from pytest_rlaudit.world.envs import AuditEnv, env_spec
 
@@ -55,7 +56,7 @@ def both(policy, env, scenario_list, indices, *, workers=2, **kwargs):
     """The in-process run and the Ray run of the same arguments."""
     options = {"seed": 3, "batch_size": None, "max_steps": DEFAULT_MAX_STEPS, "record": True,
                **kwargs}
-    local = _run_pool(policy, env, scenario_list, indices, **options)
+    local = run_pool(policy, env, scenario_list, indices, **options)
     remote = run_pool_on_ray(policy, env, scenario_list, indices, workers=workers, **options)
     return local, remote
 
@@ -133,7 +134,7 @@ def test_a_rollout_error_on_an_actor_reaches_the_caller_as_itself():
     names = scenarios.resolve(["nominal", "jitter"])
     options = {"seed": 3, "batch_size": None, "max_steps": 500, "record": False}
     with pytest.raises(RolloutError) as local:
-        _run_pool(balance(), env, names, range(6), **options)
+        run_pool(balance(), env, names, range(6), **options)
     with pytest.raises(RolloutError) as remote:
         run_pool_on_ray(balance(), env, names, range(6), workers=2, **options)
     assert type(remote.value) is RolloutError
@@ -201,7 +202,7 @@ def test_idle_actors_are_released_and_started_again_when_needed(monkeypatch):
 def test_capped_episodes_give_one_warning_with_the_local_count():
     names = scenarios.resolve(["nominal", "jitter"])
     with pytest.warns(RolloutCapWarning) as local_warnings:
-        local = _run_pool(balance(), CARTPOLE, names, range(5), seed=3, batch_size=None,
+        local = run_pool(balance(), CARTPOLE, names, range(5), seed=3, batch_size=None,
                           max_steps=20, record=False)
     with pytest.warns(RolloutCapWarning) as remote_warnings:
         remote = run_pool_on_ray(balance(), CARTPOLE, names, range(5), seed=3, batch_size=None,

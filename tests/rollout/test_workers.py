@@ -178,10 +178,10 @@ def test_auto_is_one_env_stepping_process_per_usable_core():
 def phased(monkeypatch):
     """Two phases for groups of any size (by default they start at PHASE_ROWS rows), so
     that small test pools run the pipelined schedule of a large audit."""
-    from pytest_rlaudit.rollout import runner
+    from pytest_rlaudit.rollout import pool
 
-    monkeypatch.setattr(runner, "PHASE_ROWS", 1)
-    return runner
+    monkeypatch.setattr(pool, "PHASE_ROWS", 1)
+    return pool
 
 
 def test_the_layout_has_two_phases_only_where_groups_are_large_enough(phased):

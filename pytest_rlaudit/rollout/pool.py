@@ -1,0 +1,184 @@
+"""One pool of env slots for scenarios that need no calibration, and the processes that
+step it: what every executor runs (:func:`run_pool`).
+
+In this process alone, or with the slots spread over worker processes (``workers``,
+:mod:`.workers`) while this one makes every policy call (:func:`~.driver.drive`). A
+policy that costs nothing to copy (``shards_freely``: the random reference) runs whole
+shards of episodes in forked processes instead (:func:`~.shards.run_forked`). Ray's
+actors run :func:`run_pool` on shards of their own (:mod:`.ray_pool`).
+:func:`~.runner.run_episodes` picks the executor.
+
+>>> _layout(128, 1, 150), _layout(128, 2, 150), _layout(128, 2, 30)
+([[128]], [[30, 29], [35, 34]], [[64], [64]])
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
+from functools import partial
+from typing import cast
+
+import gymnasium as gym
+import numpy as np
+
+from .._checks import integer
+from .._checks import seed as check_seed
+from ..errors import RolloutCapWarning
+from ..world.agents import Policy
+from ..world.envs import AuditEnv
+from ..world.reuse import reset_is_exact
+from ..world.scenarios import Scenario
+from . import progress
+from .batches import EpisodeBatch
+from .deadline import Expired
+from .driver import drive, placer
+from .shards import run_forked, split
+from .slots import Job, SlotGroup, attach_policy
+from .workers import SPIN_SECONDS, LocalGroup, WorkerPart, WorkerProcess, usable_cores
+
+__all__ = ["run_pool", "episode_indices", "DEFAULT_BATCH_SIZE", "LOCAL_SHARE", "PHASE_ROWS"]
+
+#: Slots in the pool when ``batch_size`` is None (measured in benchmarks/bench_rollout.py:
+#: larger batches cost little more per call, so fewer calls win until env steps dominate).
+DEFAULT_BATCH_SIZE = 128
+
+#: This process's share of the env slots relative to a worker's, by the number of phases.
+#: With one phase a worker waits while this process makes the policy call, so both spend
+#: it, and the shares are even; with two, this process also makes the policy calls and
+#: reads the replies while a worker steps its envs of the other phase, so it takes fewer
+#: (measured with benchmarks/bench_workers.py, HalfCheetah and SAC).
+LOCAL_SHARE = {1: 1.0, 2: 0.85}
+
+#: Rows a phase's group needs before two phases pay: each phase makes a policy call of its
+#: own, and a call's fixed cost (0.1-0.2 ms for SB3's default net) must stay small next to
+#: the envs a worker steps meanwhile.
+PHASE_ROWS = 16
+
+Spaces = tuple[gym.Space, gym.Space]  # an env's observation and action spaces
+
+
+def episode_indices(episodes: int | Sequence[int]) -> list[int]:
+    """Episode indices: ``0 .. n-1`` for a count, else those given.
+
+    >>> episode_indices(3), episode_indices((4, 7))
+    ([0, 1, 2], [4, 7])
+    """
+    return list(range(episodes)) if isinstance(episodes, (int, np.integer)) else list(episodes)
+
+
+def run_pool(
+    policy: Policy,
+    env: AuditEnv,
+    scenarios: Sequence[Scenario],
+    episodes: int | Sequence[int],
+    *,
+    seed: int,
+    batch_size: int | None,
+    max_steps: int,
+    record: bool | Collection[str],
+    workers: int = 1,
+) -> dict[str, EpisodeBatch]:
+    """:func:`~.runner.run_episodes` of scenarios that need no calibration: one pool of
+    slots, stepped by ``workers`` processes, this one included (see the module)."""
+    indices = episode_indices(episodes)
+    if not indices or min(indices) < 0:
+        raise ValueError(f"episodes must be a count >= 1 or non-negative indices, got {episodes!r}")
+    if not scenarios:
+        raise ValueError("run_episodes needs at least one scenario")
+    seed = check_seed(seed, episodes=max(indices) + 1)
+    batch_size = integer("batch_size", DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+                         minimum=1)
+    integer("max_steps", max_steps, minimum=1)
+    n_eps = len(indices)
+    if workers > 1 and n_eps > 1 and getattr(policy, "shards_freely", False):
+        # No per-step messages for a policy that costs nothing to copy: each process runs
+        # whole episodes of its own (the random reference).
+        run = partial(run_pool, policy, env, scenarios, seed=seed, batch_size=batch_size,
+                      max_steps=max_steps, record=record)
+        shards = split(indices, min(workers, n_eps))
+        sink = progress.current()
+        if sink is not None:  # this process's shard reports as it runs, the others at the end
+            sink.planned((n_eps - len(shards[0])) * len(scenarios), parallel=True)
+        out = run_forked(run, shards, [s.name for s in scenarios])
+        if sink is not None:
+            sink.ran_elsewhere(out.values(), skip=len(shards[0]))
+        return out  # run_forked warned what the shards warned
+
+    jobs: deque[Job] = deque((s, e) for s in range(len(scenarios)) for e in range(n_eps))
+    count = max(1, min(workers, len(jobs)))
+    sizes = _layout(max(batch_size, count), count, len(jobs))
+    group = partial(SlotGroup, env, scenarios, indices, seed=seed, max_steps=max_steps,
+                    reuse=reset_is_exact(env))
+    # Env groups: per phase, this process's own and one in each further worker process.
+    own = [group(slots=n) for n in sizes[0]]
+    processes: list[WorkerProcess] = []
+    stuck = False
+    try:
+        first, spaces = _first_env(policy, own)
+        spin = SPIN_SECONDS if count <= usable_cores() else 0.0
+        place = placer([s.name for s in scenarios], indices, seed)
+        for parts in sizes[1:]:
+            build = _builder(group, policy, spaces, parts)
+            processes.append(WorkerProcess(build, parts, spin, place=place))
+        phases: list[list[LocalGroup | WorkerPart]] = [
+            [LocalGroup(own_group), *(w.part(k) for w in processes)]
+            for k, own_group in enumerate(own)]
+        sink = progress.current()
+        if sink is not None:
+            sink.planned(len(jobs), horizon=progress.horizon(first, max_steps),
+                         parallel=count > 1)
+        out = drive(policy, phases, jobs, scenarios, indices, seed=seed, record=record,
+                    space=spaces[1])
+    except (Expired, TimeoutError):
+        stuck = True  # out of time: a worker may be stuck in a step, so do not wait for it
+        raise
+    finally:
+        for own_group in own:
+            own_group.close()
+        for process in processes:
+            process.close(kill=stuck)
+    n_capped = sum(int(batch.capped.sum()) for batch in out.values())
+    if n_capped:
+        warnings.warn(  # at the call of run_pool (in run_episodes), as run_forked's are
+            f"{n_capped} episode(s) reached the cap of {max_steps} agent steps and were cut "
+            "there; their returns are partial. Raise max_steps, or give the env a TimeLimit.",
+            RolloutCapWarning, stacklevel=2,
+        )
+    return out
+
+
+def _first_env(policy: Policy, own: list[SlotGroup]) -> tuple[gym.Env, Spaces]:
+    """The first env, made by this process's first group (kept for its first job), and its
+    spaces: the policy learns them from it, and every other env must keep them."""
+    first = own[0].make(0)
+    if hasattr(policy, "bind"):
+        policy.bind(first[0].observation_space, first[0].action_space)
+    attach_policy(first[0], policy)
+    own[0].free[0] = [first]
+    spaces = cast(Spaces, own[0].spaces)  # set by the first env it made
+    for group in own:
+        group.policy, group.spaces = policy, spaces
+    return first[0], spaces
+
+
+def _layout(slots: int, processes: int, jobs: int) -> list[list[int]]:
+    """Slots per process (this one first, a worker's share 1 and this one's
+    :data:`LOCAL_SHARE`) and, within each, per phase: two phases where there are worker
+    processes and every group gets :data:`PHASE_ROWS` slots and jobs, else one."""
+    if processes == 1:
+        return [[slots]]
+    phases = 2 if min(slots, jobs) >= 2 * processes * PHASE_ROWS else 1
+    share = LOCAL_SHARE[phases]
+    local = max(1, round(slots * share / (share + processes - 1)))
+    per = [local, *(max(1, len(part)) for part in
+                    np.array_split(np.arange(slots - local), processes - 1))]
+    return [[len(part) for part in np.array_split(np.arange(n), phases)] for n in per]
+
+
+def _builder(group: Callable[..., SlotGroup], policy: Policy, spaces: Spaces,
+             sizes: list[int]) -> Callable[[], list[SlotGroup]]:
+    """What a worker process runs to build its groups, one per phase (inherited by fork,
+    never pickled)."""
+    return lambda: [group(slots=n, spaces=spaces, policy=policy) for n in sizes]
