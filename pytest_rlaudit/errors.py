@@ -7,6 +7,8 @@ so ``except ValueError`` keeps working.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "RLAuditError",
     "InvalidArgumentError",
@@ -24,6 +26,7 @@ __all__ = [
     "NonReproducibleError",
     "EnvContractError",
     "RepeatedError",
+    "RobustnessError",
 ]
 
 
@@ -128,3 +131,13 @@ class RepeatedError(RLAuditError):
     """An error the plugin already reported for another test of the run, word for word
     (an agent that does not load fails every scenario alike): it names that test, whose
     failure says what went wrong and what to do."""
+
+
+class RobustnessError(AssertionError):
+    """An agent missed a robustness threshold (an ``AssertionError``: a failed test, not
+    a broken one). ``result`` holds the scenario's numbers (a
+    :class:`~pytest_rlaudit.auditing.results.ScenarioResult`), when there are some."""
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result

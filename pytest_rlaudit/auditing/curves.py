@@ -30,9 +30,11 @@ from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, ScenarioLike
 from ..world.schedules import Schedule
 from .ladders import LADDERS, ladder, point_name, tolerance_sentence, value_text
-from .results import AuditResult, ScenarioResult, audit
+from .outcomes import AuditResult, ScenarioResult
+from .results import run_audit
+from .settings import AuditSettings
 
-__all__ = ["ToleranceCurve", "tolerance"]
+__all__ = ["ToleranceCurve", "tolerance", "tolerance_curve"]
 
 Value = int | float
 
@@ -148,6 +150,17 @@ def tolerance(
     >>> curve.tolerated, curve.breaks_at
     (2, None)
     """
+    __tracebackhide__ = True
+    settings = AuditSettings(episodes=episodes, seed=seed, **audit_kwargs)
+    return tolerance_curve(agent, env, scenario, settings, param=param, values=values,
+                           min_ratio=min_ratio)
+
+
+def tolerance_curve(agent: Any, env: EnvLike, scenario: ScenarioLike, settings: AuditSettings,
+                    *, param: str | None = None, values: Any = None,
+                    min_ratio: float = 0.8) -> ToleranceCurve:
+    """:func:`tolerance` with its settings made: one audit of every value's scenario."""
+    __tracebackhide__ = True
     if isinstance(scenario, Schedule):
         raise ValueError("a Schedule has no parameter to vary: give a registered scenario "
                          "and its parameter, e.g. tolerance(agent, env, 'spike', param='k')")
@@ -161,10 +174,10 @@ def tolerance(
         chosen, name=point_name(chosen.name, steps.param, v, steps.default),
         params={**chosen.params, steps.param: v},
         description=f"{chosen.name} with {steps.param}={value_text(v)}") for v in steps.values]
-    result = audit(agent, env, points, episodes=episodes, seed=seed, **audit_kwargs)
+    result = run_audit(agent, env, points, settings)
     curve = []
     for v, p in zip(steps.values, points, strict=True):
         r = result[p.name]
         curve.append((v, float(r.ratio), (float(r.ci[0]), float(r.ci[1]))))
     return ToleranceCurve(chosen.name, steps.param, steps.default, min_ratio, curve,
-                          reference=audit_kwargs.get("reference", 0), result=result)
+                          reference=settings.reference, result=result)

@@ -23,75 +23,146 @@ True
 from __future__ import annotations
 
 import math
-from typing import Any
+from types import UnionType
+from typing import (
+    Annotated,
+    Any,
+    NotRequired,
+    Required,
+    TypedDict,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 from ..errors import RLAuditError
 from ..stats.ratings import ALL_RATINGS
 
-__all__ = ["FIELDS", "VIDEO_KEYS", "REQUIRED", "RecordError", "validate", "record_of",
+__all__ = ["Gate", "Record", "FIELDS", "VIDEO_KEYS", "REQUIRED", "RecordError", "validate", "record_of",
            "curve_record", "plain"]
+
+
+
+class Gate(TypedDict):
+    """What a check must meet: ``min_ratio`` (ratio >= it), ``min_rating`` (at least that
+    rating), either or both, judged in ``mode`` (point, confident or not_worse)."""
+
+    min_ratio: float | None
+    min_rating: str | None
+    mode: str
+
 
 _NUMBER = (int, float)
 _NONE = (type(None),)
 
-#: Every field: (JSON types, what it holds). The ``REQUIRED`` ones are in every record
-#: (a comparison needs them); the plugin writes all of them, and tests that call
-#: ``assert_robust`` themselves add ``checks`` and ``hypothesis``.
-FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
-    "nodeid": ((str,), "the pytest node id of the audited test"),
-    "agent": ((str,), "the policy's name"),
-    "env": ((str,), "the env's name"),
-    "scenario": ((str,), "the scenario's name"),
-    "category": ((str,), "deployment, stress or custom"),
-    "params": ((dict,), "the scenario's parameters"),
-    "schedule": ((dict, *_NONE), "null, or {description, repr, timeline} for a Schedule"),
-    "mixable": ((bool,), "whether ScenarioMix(env, [scenario]) trains under this very scenario "
-                "(a registered one with these parameters that can be mixed)"),
-    "episodes": ((int,), "paired episodes"),
-    "seed": ((int,), "the audit seed: episode i resets with seed + i"),
-    "seeds": ((list,), "the env seed of each episode"),
-    "returns": ((list,), "the perturbed return of each episode"),
-    "nominal_returns": ((list,), "the nominal return of each episode, paired"),
-    "reference": ((*_NUMBER, str), "0, a number or 'random'"),
-    "reference_score": (_NUMBER, "the reference as a number"),
-    "mean_return": (_NUMBER, "the mean perturbed return"),
-    "ratio": (_NUMBER, "(mean perturbed - ref) / (mean nominal - ref)"),
-    "ci_low": (_NUMBER, "the interval's low end"),
-    "ci_high": (_NUMBER, "the interval's high end"),
-    "confidence": (_NUMBER, "the interval's level"),
-    "p_value": ((*_NUMBER, *_NONE), "one-sided, Holm-adjusted; null for nominal"),
-    "rating": ((str,), "PASS, MILD, DEGRADED, FAIL, or INCONCLUSIVE when the nominal return "
-               "is not clearly above the reference (no threshold passes it; its diagnosis "
-               "says why)"),
-    "diagnosis": ((dict, *_NONE), "null, or {pattern, cause, fix}"),
-    "gate": ((dict, *_NONE), "{min_ratio, min_rating, mode}, or null when nothing was gated"),
-    "passed": ((bool,), "the threshold verdict"),
-    "thresholds": ((dict,), "the rating scale: {pass, mild, degraded}"),
-    "order": ((int,), "collection order"),
-    "outcome": ((str,), "pytest's outcome: passed, failed, xfailed or xpassed"),
-    "checks": ((int,), "assert_robust calls (or hypothesis examples) of the test"),
-    "hypothesis": ((bool,), "whether the test is a hypothesis property test"),
-    "tolerance": ((dict, *_NONE), "null, or a tolerance curve's {param, default, min_ratio, "
-                  "tolerated, breaks_at, curve: [[value, ratio, ci_low, ci_high], ...]}; its "
-                  "record's numbers are the point at the scenario's own value"),
-    "video": ((dict, *_NONE), "null (not filmed: no --rl-videos, or the test passed), "
-              "{skipped: why}, or the worst episode's GIF beside its nominal twin: {file "
-              "(relative to the report folder), episode (its index), seed (its env seed), "
-              "parting_step (null if they never part), start, stop (it shows env steps start "
-              "to stop - 1; 0 is the reset)}"),
-}
+# One definition of the record: each field's type (what mypy checks) and what it holds
+# (what the docs and the schema say); FIELDS, REQUIRED and validate() are derived from it.
+Number = float  # a JSON number: an int is one too (see _json_types)
+
+
+class Record(TypedDict, total=False):
+    """An audited test as plain JSON types (see the module). The ``Required`` fields are
+    in every record (a comparison needs them); the plugin writes all the others, and
+    tests that call ``assert_robust`` themselves add ``checks`` and ``hypothesis``."""
+
+    nodeid: Required[Annotated[str, "the pytest node id of the audited test"]]
+    agent: Required[Annotated[str, "the policy's name"]]
+    env: Required[Annotated[str, "the env's name"]]
+    scenario: Required[Annotated[str, "the scenario's name"]]
+    category: Annotated[str, "deployment, stress or custom"]
+    params: Annotated[dict[str, Any], "the scenario's parameters"]
+    schedule: Annotated[dict[str, Any] | None,
+                        "null, or {description, repr, timeline} for a Schedule"]
+    mixable: Annotated[bool, "whether ScenarioMix(env, [scenario]) trains under this very "
+                       "scenario (a registered one with these parameters that can be mixed)"]
+    episodes: Annotated[int, "paired episodes"]
+    seed: Annotated[int, "the audit seed: episode i resets with seed + i"]
+    seeds: Required[Annotated[list[int], "the env seed of each episode"]]
+    returns: Required[Annotated[list[float], "the perturbed return of each episode"]]
+    nominal_returns: Required[Annotated[list[float],
+                                        "the nominal return of each episode, paired"]]
+    reference: Annotated[float | str, "0, a number or 'random'"]
+    reference_score: Annotated[Number, "the reference as a number"]
+    mean_return: Annotated[Number, "the mean perturbed return"]
+    ratio: Required[Annotated[Number, "(mean perturbed - ref) / (mean nominal - ref)"]]
+    ci_low: Annotated[Number, "the interval's low end"]
+    ci_high: Annotated[Number, "the interval's high end"]
+    confidence: Annotated[Number, "the interval's level"]
+    p_value: Annotated[Number | None, "one-sided, Holm-adjusted; null for nominal"]
+    rating: Annotated[str, "PASS, MILD, DEGRADED, FAIL, or INCONCLUSIVE when the nominal "
+                      "return is not clearly above the reference (no threshold passes it; "
+                      "its diagnosis says why)"]
+    diagnosis: Annotated[dict[str, str] | None, "null, or {pattern, cause, fix}"]
+    gate: Annotated[Gate | None,
+                    "{min_ratio, min_rating, mode}, or null when nothing was gated"]
+    passed: Annotated[bool, "the threshold verdict"]
+    thresholds: Annotated[dict[str, float], "the rating scale: {pass, mild, degraded}"]
+    order: Annotated[int, "collection order"]
+    outcome: Annotated[str, "pytest's outcome: passed, failed, xfailed or xpassed"]
+    checks: Annotated[int, "assert_robust calls (or hypothesis examples) of the test"]
+    hypothesis: Annotated[bool, "whether the test is a hypothesis property test"]
+    tolerance: Annotated[dict[str, Any] | None,
+                         "null, or a tolerance curve's {param, default, min_ratio, tolerated, "
+                         "breaks_at, curve: [[value, ratio, ci_low, ci_high], ...]}; its "
+                         "record's numbers are the point at the scenario's own value"]
+    video: Annotated[dict[str, Any] | None,
+                     "null (not filmed: no --rl-videos, or the test passed), {skipped: why}, "
+                     "or the worst episode's GIF beside its nominal twin: {file (relative to "
+                     "the report folder), episode (its index), seed (its env seed), "
+                     "parting_step (null if they never part), start, stop (it shows env "
+                     "steps start to stop - 1; 0 is the reset)}"]
+
+
+def _json_types(annotation: Any) -> tuple[type, ...]:
+    """The Python types a JSON value of a field's type loads as (a float may be an int).
+
+    >>> _json_types(float | None)
+    (<class 'int'>, <class 'float'>, <class 'NoneType'>)
+    """
+    if annotation is float:
+        return (int, float)
+    if annotation is type(None):
+        return _NONE
+    origin = get_origin(annotation)
+    if origin in (Union, UnionType):
+        return tuple(t for arg in get_args(annotation) for t in _json_types(arg))
+    if is_typeddict(annotation):
+        return (dict,)
+    return (origin or annotation,)
+
+
+def _fields() -> tuple[dict[str, tuple[tuple[type, ...], str]], tuple[str, ...]]:
+    """:class:`Record`'s fields as (JSON types, what it holds), and the required ones
+    (read from the hints: under postponed annotations ``__required_keys__`` cannot see
+    ``Required``)."""
+    fields, required = {}, []
+    for key, hint in get_type_hints(Record, include_extras=True).items():
+        if get_origin(hint) is Required:
+            required.append(key)
+        while get_origin(hint) in (Required, NotRequired):
+            hint = get_args(hint)[0]
+        base, what = get_args(hint)  # Annotated[type, description]
+        fields[key] = (_json_types(base), what)
+    return fields, tuple(required)
+
+
+#: Every field: (JSON types, what it holds), from :class:`Record`; and those every
+#: record has.
+FIELDS, REQUIRED = _fields()
 #: The keys of a filmed record's ``video`` and their JSON types (see :data:`FIELDS`).
 VIDEO_KEYS: dict[str, tuple[type, ...]] = {
     "file": (str,), "episode": (int,), "seed": (int,), "parting_step": (int, *_NONE),
     "start": (int,), "stop": (int,)}
-REQUIRED = ("nodeid", "agent", "env", "scenario", "seeds", "returns", "nominal_returns", "ratio")
 
 
 class RecordError(RLAuditError, ValueError):
     """A record that lacks a field, has one of the wrong type, or unpaired episodes."""
 
 
-def validate(rec: Any) -> dict[str, Any]:
+def validate(rec: Any) -> Record:
     """``rec`` if it is a valid record, else a :class:`RecordError` naming the field."""
     if not isinstance(rec, dict):
         raise RecordError("is not an object")
@@ -116,7 +187,7 @@ def validate(rec: Any) -> dict[str, Any]:
     if rec.get("video") is not None and not _valid_video(rec["video"]):
         raise RecordError(f"({nodeid}) has a 'video' that is neither {{skipped: why}} nor "
                           f"{{{', '.join(VIDEO_KEYS)}}}")
-    return rec
+    return cast(Record, rec)
 
 
 def _valid_video(video: dict[str, Any]) -> bool:
@@ -135,7 +206,7 @@ def _valid_video(video: dict[str, Any]) -> bool:
         for k, kinds in VIDEO_KEYS.items())
 
 
-def record_of(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str, Any]:
+def record_of(nodeid: str, check: Any, gate: Gate | None) -> Record:
     """The record of ``check`` (a :class:`~pytest_rlaudit.verdicts.assertions.RobustnessCheck`)
     for the test ``nodeid``, gated by ``gate`` (None: reported only)."""
     return _record(nodeid, check.result, check.nominal, agent=check.agent, env=check.env,
@@ -144,8 +215,7 @@ def record_of(nodeid: str, check: Any, gate: dict[str, Any] | None) -> dict[str,
                    thresholds=check.thresholds, gate=gate, passed=check.passed)
 
 
-def curve_record(nodeid: str, curve: Any, gate: dict[str, Any] | None,
-                 passed: bool) -> dict[str, Any]:
+def curve_record(nodeid: str, curve: Any, gate: Gate | None, passed: bool) -> Record:
     """The record of ``curve`` (a :class:`~pytest_rlaudit.auditing.curves.ToleranceCurve`
     that tested the scenario's own value) for the test ``nodeid``: the numbers of that
     point, as the scenario's single-point audit records them (its p-value Holm-adjusted
@@ -167,7 +237,7 @@ def _mixable(name: str, params: Any) -> bool:
 
 def _record(nodeid: str, r: Any, nominal: Any, *, agent: str, env: str, seed: int,
             reference: float | str, reference_score: float, confidence: float,
-            thresholds: Any, gate: dict[str, Any] | None, passed: bool) -> dict[str, Any]:
+            thresholds: Any, gate: Gate | None, passed: bool) -> Record:
     """A record of the scenario result ``r`` paired with the ``nominal`` one."""
     schedule = r.params.get("schedule")
     t = thresholds

@@ -25,7 +25,7 @@ def rl_agent(pytestconfig: pytest.Config) -> Any:
 
     Override it in conftest.py to audit your own agent object.
     """
-    return _session(pytestconfig).default_agent()
+    return _session(pytestconfig).audits.default_agent()
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +33,7 @@ def rl_env(pytestconfig: pytest.Config) -> Any:
     """The env under audit: --rl-env (a Gymnasium id). What the agent needs of it (a zoo
     folder's env_kwargs and env_wrapper) is applied when an audit runs. Override it in
     conftest.py."""
-    return _session(pytestconfig).default_env()
+    return _session(pytestconfig).audits.default_env()
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def rl_audit(request: pytest.FixtureRequest, rl_scenario: Any) -> Callable[..., 
         __tracebackhide__ = True
         agent = request.getfixturevalue("rl_agent") if agent is None else agent
         env = request.getfixturevalue("rl_env") if env is None else env
-        return session.run(request.node, rl_scenario, agent, env)
+        return session.audits.run(request.node, rl_scenario, agent, env)
 
     return run
 

@@ -37,7 +37,7 @@ def is_ours(exc: BaseException) -> bool:
 def plain_crash_line(report: pytest.TestReport, exc: BaseException) -> None:
     """Give ``report``'s crash line (pytest's short summary, JUnit's failure message) the
     message alone, without the exception's class path
-    (``pytest_rlaudit.verdicts.assertions.RobustnessError: ...``): at 80 columns the path
+    (``pytest_rlaudit.errors.RobustnessError: ...``): at 80 columns the path
     would leave no room for what broke."""
     crash = getattr(report.longrepr, "reprcrash", None)
     if crash is not None:
@@ -53,11 +53,10 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         plugin: Any = self.config.pluginmanager.get_plugin("rlaudit-session")
-        plugin.run(self, self.scenario)
+        plugin.audits.run(self, self.scenario)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None):
-        from ..errors import RLAuditError
-        from ..verdicts.assertions import RobustnessError
+        from ..errors import RLAuditError, RobustnessError
 
         # Our errors say what went wrong and what to do; a traceback would bury that. The
         # "value" style shows the message alone (its crash line: see plain_crash_line).

@@ -1,12 +1,12 @@
-"""The plugin's session: one run's settings, audit runs and records, and their reports.
+"""The plugin's session: one run's settings, items and records, and their reports.
 
-``pytest_rlaudit.plugin`` registers one :class:`AuditSession` per pytest run. It runs
-scenario audits for the ``rl_audit`` fixture and zero-config items, keeps the nominal
-rollouts of each (agent, env, seed, episodes) for the whole process, puts each test's
-record on its report as a JSON string (so it survives xdist's channel), gathers the
-records on the controller, and after the run prints the "rl audit" section, sets the
-JUnit suite properties and writes ``--rl-report``'s files. Baselines are
-:mod:`.baselines`'; renderers live in :mod:`pytest_rlaudit.reports`.
+``pytest_rlaudit.plugin`` registers one :class:`AuditSession` per pytest run. It collects
+the audit items (skipped without --rl-audit; the zero-config ones added), hands the
+audits the items ask for to :class:`~.audits.ItemAudits`, captures the checks a test
+makes itself, puts each test's record on its report as a JSON string (so it survives
+xdist's channel), gathers the records on the controller, and after the run prints the
+"rl audit" section, sets the JUnit suite properties and writes ``--rl-report``'s files.
+Baselines are :mod:`.baselines`'; renderers live in :mod:`pytest_rlaudit.reports`.
 
 Loading it imports nothing heavy; the engine is imported when an audit first runs.
 """
@@ -20,6 +20,7 @@ import pytest
 
 from .._capture import capture_checks
 from . import fixtures, junit
+from .audits import RECORD_KEY, SAME_AS_KEY, ItemAudits
 from .items import ScenarioCollector, is_hypothesis_test, is_ours, is_rl_item, plain_crash_line
 from .options import Settings
 from .reporting import caught, fail_run, guarded
@@ -29,10 +30,8 @@ from .xdist import is_worker
 
 __all__ = ["AuditSession", "RECORD_KEY"]
 
-RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 CHECKS_KEY = pytest.StashKey[list[Any]]()
 PROPERTIES_KEY = pytest.StashKey[list[tuple[str, str]]]()  # the JUnit properties we added
-SAME_AS_KEY = pytest.StashKey[str]()  # the item whose error this item's repeats
 
 
 class AuditSession:
@@ -42,11 +41,9 @@ class AuditSession:
         self.config = config
         self.settings = Settings.read(config)
         self.enabled = bool(self.settings.audit)
+        self.audits = ItemAudits(config, self.settings)  # what the items ask to be audited
         self.records: list[dict[str, Any]] = []
         self.report_paths: list[Any] = []
-        self.cache: dict[Any, Any] = {}  # nominal and reference rollouts, per process
-        self._policies: dict[Any, tuple[Any, Any]] = {}
-        self._default_env: Any = None
         # definition order (collection order before any plugin reorders): rows follow it,
         # on any worker, under pytest-randomly's shuffles too
         self.order: dict[str, int] = {}
@@ -57,7 +54,6 @@ class AuditSession:
         self.expected: list[str] = []  # audit items that should each leave a record
         self.errors: list[dict[str, Any]] = []  # audit tests that failed without a result
         self._overridden: set[str] = set()  # rl_agent / rl_env overrides already warned of
-        self._raised: dict[tuple[type, str], str] = {}  # errors of run(): the first item
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
@@ -120,146 +116,6 @@ class AuditSession:
         outcome = yield
         fixtures.warn_if_overridden(self.settings, self._overridden, fixturedef, outcome)
 
-    def default_agent(self) -> Any:
-        if not self.settings.agent:
-            pytest.fail("no agent to audit: pass --rl-agent PATH_OR_IMPORT (or set rl_agent "
-                        "in the ini file), or override the rl_agent fixture in conftest.py",
-                        pytrace=False)
-        return self.policy_for(self.settings.agent, env=self.settings.env)
-
-    def default_env(self) -> Any:
-        """--rl-env as an AuditEnv (what an agent needs of it is applied when it is run)."""
-        if not self.settings.env:
-            needs = getattr(self.default_agent(), "env_needs", None) if self.settings.agent else None
-            trained_on = getattr(needs, "trained_on", None)
-            pytest.fail("no env to audit on: pass --rl-env ID (or set rl_env in the ini "
-                        "file), or override the rl_env fixture in conftest.py"
-                        + (f"; the agent was trained on {trained_on}" if trained_on else ""),
-                        pytrace=False)
-        if self._default_env is None:
-            from ..world.envs import env_spec
-
-            self._default_env = env_spec(self.settings.env)
-        return self._default_env
-
-    def policy_for(self, agent: Any, env: Any = None) -> Any:
-        """One policy adapter per agent object for the whole run (the nominal cache keys on
-        it); agents given by path or import string are loaded once, with --rl-algo,
-        --rl-vec-normalize, --rl-stochastic and --rl-agent-name when they are --rl-agent."""
-        key = agent if isinstance(agent, str) else id(agent)
-        if key not in self._policies:
-            from ..world.agents import as_policy
-
-            options: dict[str, Any] = {}
-            if isinstance(agent, str) and agent == self.settings.agent:
-                given = self.settings.vec_normalize
-                options = {"algo": self.settings.algo,
-                           "deterministic": not self.settings.stochastic,
-                           "name": self.settings.agent_name,
-                           "vec_normalize": "auto" if given is None else (
-                               None if given.lower() == "none" else given)}
-            self._policies[key] = (agent, as_policy(agent, env=env, **options))
-        return self._policies[key][1]
-
-    def gates(self, item: pytest.Item, scenario: Any) -> dict[str, Any] | None:
-        """Thresholds for ``item``: marker > command line > ini; MILD when none is set.
-        Stress scenarios are only reported unless --rl-fail-stress or a marker gates them."""
-        from .markers import threshold_marker
-
-        marker = item.get_closest_marker("rl_threshold")
-        explicit = threshold_marker(marker) if marker is not None else None
-        if explicit is None and scenario.category == "stress" and not self.settings.fail_stress:
-            return None
-        gate = {"min_ratio": self.settings.min_ratio,
-                "min_rating": self.settings.min_rating, "mode": self.settings.mode}
-        if marker is not None:
-            given = dict(zip(("min_ratio", "min_rating", "mode"), marker.args, strict=False))
-            given.update(marker.kwargs)
-            gate.update({k: explicit[k] for k in given})
-        if gate["min_ratio"] is None and gate["min_rating"] is None:
-            gate["min_rating"] = "MILD"
-        return gate
-
-    def run(self, item: pytest.Item, scenario: Any, agent: Any = None, env: Any = None) -> Any:
-        """Audit ``scenario`` for ``item`` and record it; raise RobustnessError on a miss.
-        Returns the ScenarioResult, or for an ``rl_tolerance`` item (:mod:`.curves`) the
-        ToleranceCurve.
-
-        An error this process already raised for another item, word for word (an agent
-        that does not load, an env that breaks its contract: the same for every scenario),
-        is raised again as a :class:`~pytest_rlaudit.errors.RepeatedError` that names the
-        item whose failure says it: a configuration error is read once."""
-        __tracebackhide__ = True
-        try:
-            return self._run(item, scenario, agent, env)
-        except Exception as exc:
-            from ..errors import RepeatedError
-            from ..verdicts.assertions import RobustnessError
-
-            if isinstance(exc, (RobustnessError, RepeatedError)):
-                raise
-            first = self._raised.setdefault((type(exc), str(exc)), item.nodeid)
-            if first == item.nodeid:
-                raise
-            item.stash[SAME_AS_KEY] = first
-            raise RepeatedError(f"the same {type(exc).__name__} as {first}: its failure "
-                                "says what went wrong and what to do") from None
-
-    def _run(self, item: pytest.Item, scenario: Any, agent: Any, env: Any) -> Any:
-        __tracebackhide__ = True
-        from ..errors import ReferenceScoreError
-        from ..verdicts.assertions import RobustnessError
-        from .markers import episodes_marker
-
-        policy = self.default_agent() if agent is None else self.policy_for(agent)
-        spec = self.default_env() if env is None else env  # check_robust applies env_needs
-        episodes = episodes_marker(item.get_closest_marker("rl_episodes")) or {
-            "n": self.settings.episodes, "max_n": None, "target_ci_width": None}
-        gate = self.gates(item, scenario)
-        try:
-            if item.get_closest_marker("rl_tolerance") is not None:
-                from .curves import measure_curve
-
-                record, failure, outcome = measure_curve(self, item, scenario, policy, spec,
-                                                         gate, episodes)
-            else:
-                from ..auditing.records import record_of
-
-                check = self._check(policy, spec, scenario, gate, episodes)
-                record, outcome = record_of(item.nodeid, check, gate), check.result
-                failure = None if check.passed else RobustnessError(check.message, check.result)
-        except ReferenceScoreError as exc:
-            # The reference is a number here (below "random", the agent-beats-random check
-            # speaks first): name the option that sets it.
-            raise ReferenceScoreError(
-                f"{exc} From pytest: --rl-reference random (or rl_reference = random in the "
-                "ini file), or a --rl-reference below the nominal return.") from None
-        record["order"] = self.order.get(item.nodeid, len(self.order))
-        if self.settings.videos and not record["passed"]:
-            from .videos import film
-
-            record["video"] = film(self.settings.report, record, policy, spec, scenario)
-        item.stash[RECORD_KEY] = record
-        if failure is not None:
-            raise failure
-        return outcome
-
-    def _check(self, policy: Any, spec: Any, scenario: Any, gate: dict[str, Any] | None,
-               episodes: dict[str, Any]) -> Any:
-        from ..verdicts.assertions import check_robust
-
-        progress = self.config.pluginmanager.get_plugin("rlaudit-progress")
-        if progress is not None:  # the episodes to come, for the progress line's total
-            progress.expect(policy, spec, episodes, self.settings.reference)
-        return check_robust(
-            policy, spec, scenario, min_ratio=(gate or {}).get("min_ratio"),
-            min_rating=(gate or {}).get("min_rating"), mode=(gate or {}).get("mode", "point"),
-            episodes=episodes["n"], max_episodes=episodes["max_n"],
-            target_ci_width=episodes["target_ci_width"], seed=self.settings.seed,
-            reference=self.settings.reference, batch_size=self.settings.batch_size,
-            workers=self.settings.workers, backend=self.settings.backend, cache=self.cache,
-            timeout=self.settings.timeout)
-
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
         """Capture the robustness checks the test makes itself (``assert_robust`` in a unit
@@ -294,7 +150,6 @@ class AuditSession:
             if record is None and checks:
                 failed = call.excinfo is not None
                 record = captured_record(item, checks, failed=failed)
-                record["order"] = self.order.get(item.nodeid, len(self.order))
                 if self.settings.videos and not record["passed"]:
                     # after the test, here (an xdist worker too): the check the record
                     # reports, replayed from what it kept
@@ -303,6 +158,7 @@ class AuditSession:
                     record["video"] = film_check(self.settings.report, record,
                                                  chosen_check(checks, failed))
             if record is not None:  # before the report exists: JUnit reads user_properties
+                record["order"] = self.order.get(item.nodeid, len(self.order))
                 item.stash[PROPERTIES_KEY] = junit.properties(record)
                 item.user_properties.extend(item.stash[PROPERTIES_KEY])
         if checks is not None:  # they hold the agents they ran: not for the whole run

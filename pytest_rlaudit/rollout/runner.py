@@ -93,6 +93,8 @@ def run_episodes(
     """
     if isinstance(episodes, (int, np.integer)) and not isinstance(episodes, bool):
         check_budget(int(episodes), len(scenarios))
+    elif isinstance(episodes, range):  # the engine's rounds: sized without a list
+        check_budget(len(episodes), len(scenarios))
     pool = _pool(workers, backend)
     later = [s for s in scenarios if s.needs_spread]
     if not later:

@@ -672,7 +672,7 @@ def seen():
 
 
 def pytest_sessionfinish(session):
-    cache = session.config.pluginmanager.get_plugin("rlaudit-session").cache
+    cache = session.config.pluginmanager.get_plugin("rlaudit-session").audits.cache
     SEEN["nominal_keys"] = sum(1 for key in cache if key[0] == "nominal")
     with open("counts.json", "w") as f:
         json.dump(SEEN, f)

@@ -129,7 +129,7 @@ def test_delay(rl_agent, rl_env, schedule):
 
 def test_a_hypothesis_test_runs_its_nominal_episodes_once(project):
     project.makeconftest(CONFTEST + '''
-import pytest_rlaudit.verdicts.assertions as A
+import pytest_rlaudit.auditing.settings as A  # where the engine runs episodes
 
 CALLS = []
 _run = A.run_episodes
@@ -159,7 +159,7 @@ def test_count():
 ''')
     result = project.runpytest("--rl-audit", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
-    assert pytest_rlaudit.verdicts.assertions.run_episodes.__name__ == "run_episodes"
+    assert pytest_rlaudit.auditing.settings.run_episodes.__name__ == "run_episodes"
 
 
 def test_assert_robust_in_an_ordinary_test_is_reported_like_an_audit(project, tmp_path):

@@ -1,0 +1,182 @@
+"""The one audit engine: every verb's audit takes the same steps, here, once.
+
+Resolve the agent and the env, check (every scenario applies; the seeds fix the
+episodes), run the nominal episodes, calibrate the scenarios sized by the observations'
+spread, run the scenarios (in a fixed number of episodes or in adaptive rounds), run the
+random reference, then rate and diagnose (:func:`.measure.summarise`). ``audit``,
+``tolerance`` (an audit of a ladder of scenarios), ``check_robust``/``assert_robust`` and
+the plugin's items ask an :class:`Engine` for what they need and judge the result
+themselves.
+
+>>> from pytest_rlaudit.world import scenarios
+>>> engine = Engine("random", "CartPole-v1", AuditSettings(episodes=4))
+>>> delay = scenarios.get("delay")
+>>> engine.check([delay])
+>>> batches = engine.paired([delay], range(4))
+>>> measured = engine.measure(batches, [delay], random=engine.random(4), reference=0.0)
+>>> sorted(measured.scenarios), measured.nominal.episodes
+(['delay'], 4)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ..rollout.replay import check_replay
+from ..rollout.runner import EpisodeBatch
+from ..stats import adaptive_sample
+from ..world import scenarios as registry
+from ..world.agents import as_policy, env_for, normalizes
+from ..world.calibration import observation_spread
+from ..world.envs import EnvLike
+from ..world.scenarios import NOMINAL, Scenario
+from .measure import Measured, summarise
+from .reference import random_returns
+from .settings import AuditSettings
+
+__all__ = ["Engine", "Sampled"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """A scenario's paired batches (``"nominal"`` and its name), with, after adaptive
+    rounds, the interval the stopping rule used, why it stopped and at what level."""
+
+    batches: dict[str, EpisodeBatch]
+    intervals: dict[str, tuple[float, float]] | None = None
+    stopped: str | None = None
+    level: float = 0.95
+
+
+class Engine:
+    """One agent on one env under one :class:`AuditSettings`.
+
+    ``cache``: a mapping in which policy adapters and the nominal and random-reference
+    rollouts are kept, keyed by the agent and env objects, seed and episode range, so that
+    engines of one process (the plugin's items, a hypothesis test's examples) share them.
+    Without one, the engine keeps its own, and runs the nominal episodes in the same pool
+    as the scenarios (:meth:`paired`).
+    """
+
+    def __init__(self, agent: Any, env: EnvLike, settings: AuditSettings,
+                 cache: MutableMapping[Hashable, Any] | None = None) -> None:
+        self.settings = settings
+        self.shared = cache is not None
+        self.cache: MutableMapping[Hashable, Any] = {} if cache is None else cache
+        # Adapters are kept with their agent (alive, so its id is not reused); the env is
+        # the agent's (a zoo folder's wrappers and env_kwargs applied to it).
+        self.policy = self.keep(("policy", agent if isinstance(agent, str) else id(agent)),
+                                lambda: (agent, as_policy(agent, env=env)))[1]
+        self.env = self.keep(("env", env if isinstance(env, str) else id(env), id(self.policy)),
+                             lambda: (env, env_for(self.policy, env)))[1]
+
+    @property
+    def name(self) -> str:
+        """The agent's name, as reports show it."""
+        return str(self.policy.name)
+
+    @property
+    def normalized(self) -> bool:
+        """Whether the agent normalises its observations (diagnoses do not advise it)."""
+        return normalizes(self.policy)
+
+    def keep(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, once per ``key`` in the cache."""
+        if key not in self.cache:
+            self.cache[key] = compute()
+        return self.cache[key]  # type: ignore[no-any-return]
+
+    def check(self, scenarios: Sequence[Scenario]) -> None:
+        """Before any rollout: every scenario applies to the env, and the seeds fix the
+        episodes (else there is no pairing). Once per scenarios and env, agent and seed."""
+        chosen = list(scenarios)
+        self.keep(("applicable", repr(chosen), id(self.env)),
+                  lambda: registry.check_applicable(chosen, self.env.make))
+        seed = self.settings.seed
+        self.keep(("replay", id(self.policy), id(self.env), seed),
+                  lambda: check_replay(self.policy, self.env, seed=seed))
+
+    def run(self, scenarios: Sequence[Scenario], indices: range,
+            record: bool | Sequence[str] = False) -> dict[str, EpisodeBatch]:
+        """Episodes ``indices`` of each scenario, as the settings say."""
+        return self.settings.rollout(self.policy, self.env, scenarios, indices, record)
+
+    def nominal(self, indices: range) -> EpisodeBatch:
+        """The nominal episodes ``indices``, recorded (a spread is calibrated on them), once."""
+        s = self.settings
+        key = ("nominal", id(self.policy), id(self.env), s.seed, indices.start, indices.stop,
+               s.max_steps)
+        return self.keep(key, lambda: self.run([NOMINAL], indices, record=["nominal"])["nominal"])
+
+    def paired(self, scenarios: Sequence[Scenario], indices: range, *,
+               separate: bool | None = None) -> dict[str, EpisodeBatch]:
+        """Episodes ``indices`` of nominal and of each scenario, by name. ``separate``
+        (default: when the cache is shared): the nominal ones through :meth:`nominal`,
+        kept for the next scenario; else in the same pool as the scenarios, which then
+        calibrate themselves on them (see :meth:`calibrated`)."""
+        if not (self.shared if separate is None else separate):
+            return self.run([NOMINAL, *scenarios], indices)
+        out = self.run(scenarios, indices)
+        return {"nominal": self.nominal(indices), **out}
+
+    def calibrated(self, scenario: Scenario) -> Scenario:
+        """``scenario`` sized by the spread of the first round's nominal observations, if
+        it is sized so; as it is otherwise."""
+        if not scenario.needs_spread:
+            return scenario
+        first = range(self.settings.episodes)
+        return scenario.calibrated(observation_spread(self.nominal(first).observations))
+
+    def random(self, episodes: int) -> np.ndarray:
+        """A uniform random policy's returns on the first ``episodes`` episodes, once."""
+        s = self.settings
+        return self.keep(("random", id(self.env), s.seed, episodes, s.max_steps),
+                         lambda: random_returns(self.env, episodes, run=s.rollout))
+
+    def sample(self, scenario: Scenario, *, max_episodes: int | None = None,
+               threshold: float | None = None, strict: bool = False, mode: str = "point",
+               target_ci_width: float | None = None, reference: float = 0.0) -> Sampled:
+        """``scenario``'s paired episodes: the settings' ``episodes``, or with
+        ``max_episodes`` adaptive rounds of them until the verdict on ``threshold``
+        (``strict``: ratio > it) in ``mode`` is decided or the interval is narrower than
+        ``target_ci_width`` (:func:`~pytest_rlaudit.stats.adaptive_sample`)."""
+        s = self.settings
+        # the calibration's nominal episodes are the audit's own: run them once
+        separate = self.shared or scenario.needs_spread
+        if max_episodes is None or (threshold is None and target_ci_width is None):
+            return Sampled(self.paired([scenario], range(s.episodes), separate=separate),
+                           level=s.confidence)
+        parts: list[dict[str, EpisodeBatch]] = []
+
+        def more(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+            parts.append(self.paired([scenario], range(start, stop), separate=separate))
+            return parts[-1]["nominal"].returns, parts[-1][scenario.name].returns
+
+        outcome = adaptive_sample(
+            more, episodes=s.episodes, max_episodes=max_episodes, threshold=threshold,
+            target_ci_width=target_ci_width, reference=reference, confidence=s.confidence,
+            strict=strict, mode=mode)
+        batches = {name: EpisodeBatch.concat([p[name] for p in parts])
+                   for name in ("nominal", scenario.name)}
+        # the level the stopping rule used at each look
+        return Sampled(batches, {scenario.name: outcome.ci}, outcome.stopped,
+                       outcome.look_confidence)
+
+    def measure(self, batches: dict[str, EpisodeBatch], scenarios: Sequence[Scenario], *,
+                random: np.ndarray, reference: float,
+                intervals: dict[str, tuple[float, float]] | None = None) -> Measured:
+        """Rate and diagnose ``scenarios`` from their ``batches`` against the nominal ones
+        (:func:`.measure.summarise`); ``random``: the random policy's returns the agent
+        must beat."""
+        s = self.settings
+        return summarise(batches["nominal"], {sc: batches[sc.name] for sc in scenarios},
+                         reference=reference, confidence=s.confidence, seed=s.seed,
+                         thresholds=s.thresholds, intervals=intervals, random=random,
+                         agent=self.name, normalized=self.normalized,
+                         random_reference=s.random_reference)
