@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, Literal, overload
 
 from .errors import InvalidArgumentError
 
@@ -34,8 +34,9 @@ def integer(name: str, value: Any, *, minimum: int, maximum: int | None = None, 
     """``value`` as an int if it is an integer >= ``minimum`` (and <= ``maximum``), else
     ``error``. ``name`` may be empty: argparse puts the option's name in front of the
     message."""
-    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum
-            or (maximum is not None and value > maximum)):
+    # int(): numbers.Integral declares no comparisons; for an Integral it is the same number
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum
+            or (maximum is not None and int(value) > maximum)):
         allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         raise error(f"{_subject(name)}must be an integer {allowed}{why}, got {value!r}")
     return int(value)
@@ -54,7 +55,7 @@ def seed(value: Any, *, episodes: int = 1, name: str = "seed",
     pytest_rlaudit.errors.InvalidArgumentError: seed must be an integer in [0, 9223372036854775807] ...
     """
     top = MAX_SEED - max(0, int(episodes) - 1)
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > top:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) > top:
         return integer(name, value, minimum=0, maximum=top, error=error,
                        why=" (episode i resets with env seed seed + i, a 64-bit integer)")
     return integer(name, value, minimum=0, error=error)
@@ -100,15 +101,26 @@ def _subject(name: str) -> str:
     return f"{name} " if name else ""
 
 
-def workers(value: Any, *, error: type[Exception] = InvalidArgumentError) -> int | str | None:
+@overload
+def workers(value: None, *, error: type[Exception] = ...) -> None: ...
+@overload
+def workers(value: str | int, *, error: type[Exception] = ...) -> int | Literal["auto"]: ...
+@overload
+def workers(value: Any, *, error: type[Exception] = ...) -> int | Literal["auto"] | None: ...
+
+
+def workers(value: Any, *, error: type[Exception] = InvalidArgumentError
+            ) -> int | Literal["auto"] | None:
     """A worker count as given: ``None``, ``"auto"`` or an integer >= 0 (text is parsed,
     for options and ini keys), else ``error``.
 
     >>> workers("auto"), workers("2"), workers(None)
     ('auto', 2, None)
     """
-    if value is None or value == "auto":
-        return value
+    if value is None:
+        return None
+    if value == "auto":
+        return "auto"
     if isinstance(value, str):
         try:
             value = int(value.strip())

@@ -10,6 +10,8 @@ audit nothing.
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from .baselines import BaselineGate
@@ -45,5 +47,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    session = metafunc.config.pluginmanager.get_plugin("rlaudit-session")
+    # registered in pytest_configure, before any collection
+    session = cast(AuditSession, metafunc.config.pluginmanager.get_plugin("rlaudit-session"))
     parametrize(metafunc, session.enabled)

@@ -170,6 +170,7 @@ def parametrize(metafunc: pytest.Metafunc, enabled: bool) -> None:
     scenario names are resolved only when audits run (``enabled``), since the registry
     imports gymnasium."""
     definition = metafunc.definition
+    error: str | None
     try:
         threshold = threshold_marker(definition.get_closest_marker("rl_threshold"))
         episodes = episodes_marker(definition.get_closest_marker("rl_episodes"))

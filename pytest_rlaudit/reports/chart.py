@@ -13,10 +13,13 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._format import clip, fixed
 from .rows import score_text
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
 
 __all__ = ["BANDS", "chart", "pyplot", "pairs", "pair_title", "ratio_range", "forest_figure",
            "paired_figure", "tolerance_figure", "svg_text"]
@@ -119,7 +122,7 @@ def forest_figure(plt: Any, panels: Sequence[tuple[str, Sequence[dict[str, Any]]
     level = panels[0][1][0].get("confidence", 0.95) if panels and panels[0][1] else 0.95
     axes[-1, 0].set_xlabel(f"return ratio, perturbed / nominal ({level:.0%} interval)",
                            fontsize=8)
-    handles = [Patch(color=colour, label=name) for name, colour in BANDS]
+    handles: list[Artist] = [Patch(color=colour, label=name) for name, colour in BANDS]
     handles += [Line2D([], [], marker="o", color="black", linestyle="", label="gated"),
                 Line2D([], [], marker="o", color="black", markerfacecolor="white",
                        linestyle="", label="reported only")]

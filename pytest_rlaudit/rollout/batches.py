@@ -39,9 +39,10 @@ class EpisodeBatch:
     @staticmethod
     def concat(parts: Sequence[EpisodeBatch]) -> EpisodeBatch:
         """Join batches of one scenario run on consecutive episode ranges."""
-        arrays = [np.concatenate([getattr(p, f) for p in parts])
-                  for f in ("seeds", "returns", "lengths", "env_steps", "capped")]
-        return EpisodeBatch(parts[0].scenario, *arrays,
+        seeds, returns, lengths, env_steps, capped = (
+            np.concatenate([getattr(p, f) for p in parts])
+            for f in ("seeds", "returns", "lengths", "env_steps", "capped"))
+        return EpisodeBatch(parts[0].scenario, seeds, returns, lengths, env_steps, capped,
                             traces=tuple(t for p in parts for t in p.traces),
                             observations=tuple(o for p in parts for o in p.observations),
                             actions=tuple(a for p in parts for a in p.actions),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -98,10 +98,12 @@ class ObservationContract:
         check_observation_space(space, env)
         self.space = space
         self.env = env
-        parts = space.spaces if isinstance(space, spaces.Dict) else {None: space}
+        parts: Mapping[Any, spaces.Space[Any]] = {None: space}  # key None: the whole space
+        if isinstance(space, spaces.Dict):
+            parts = space.spaces
         # per key: (shape, lower and upper limits with the slack, or None without bounds)
-        self.parts: dict[Any, tuple[tuple[int, ...], Any]] = {
-            key: (tuple(part.shape), _limits(part)) for key, part in parts.items()}
+        self.parts: dict[Any, tuple[tuple[int, ...], Any]] = {  # every batched space has a shape
+            key: (tuple(part.shape or ()), _limits(part)) for key, part in parts.items()}
 
     def fits(self, batch: Any) -> bool:
         """Whether a batch (observations stacked along a new first axis) has the
@@ -126,7 +128,7 @@ class ObservationContract:
                 f"observation space {self.space} declares the keys "
                 f"{sorted(map(str, self.parts))}. Fix the env's observation (or its "
                 "observation_space) so that they agree.")
-        for key, part in self.space.spaces.items():
+        for key, part in cast(spaces.Dict, self.space).spaces.items():  # keys: a Dict's
             self._check_part(obs[key], key, part, at)
 
     def _check_part(self, obs: Any, key: Any, space: spaces.Space, at: At) -> None:
@@ -148,8 +150,9 @@ class ObservationContract:
         i = int(np.flatnonzero((flat < low.reshape(-1)) | (flat > high.reshape(-1)))[0])
         index = np.unravel_index(i, shape) if len(shape) > 1 else (i,)
         element = ", ".join(map(str, index)) if shape else "0"
-        bound_low = np.broadcast_to(space.low, shape).reshape(-1)[i]
-        bound_high = np.broadcast_to(space.high, shape).reshape(-1)[i]
+        box = cast(spaces.Box, space)  # limits are a Box's
+        bound_low = np.broadcast_to(box.low, shape).reshape(-1)[i]
+        bound_high = np.broadcast_to(box.high, shape).reshape(-1)[i]
         raise EnvContractError(
             f"env {self.env!r} returned {what} far outside its observation space {_words(at)}: "
             f"element {element} is {float(flat[i]):g}, but the space's bounds there are "
@@ -272,13 +275,13 @@ class ActionChecker:
     def __call__(self, actions: Any, n: int) -> tuple[np.ndarray | list[Any], int | None]:
         """Return the actions to step with and the index of the first bad one (or None)."""
         if self.kind == "generic":
-            acts = list(actions)
-            if len(acts) != n:
-                raise ValueError(f"the agent returned {len(acts)} actions for {n} observations")
-            for i, a in enumerate(acts):
+            listed = list(actions)
+            if len(listed) != n:
+                raise ValueError(f"the agent returned {len(listed)} actions for {n} observations")
+            for i, a in enumerate(listed):
                 if not self.space.contains(a):
-                    return acts, i
-            return acts, None
+                    return listed, i
+            return listed, None
         acts = np.asarray(actions)
         if self.kind == "discrete":
             if acts.ndim == 2 and acts.shape[1] == 1:
@@ -297,7 +300,8 @@ class ActionChecker:
                 return acts, 0
             bad = (acts < self.low) | (acts > self.high)
             return acts, (int(np.argmax(bad)) if bad.any() else None)
-        shape = (n, *self.space.shape)
+        box = cast(spaces.Box, self.space)  # kind "box"
+        shape = (n, *box.shape)
         if acts.shape != shape:
             if acts.size == math.prod(shape):
                 acts = acts.reshape(shape)
@@ -306,7 +310,7 @@ class ActionChecker:
                     f"the agent returned actions of shape {acts.shape} for {n} observations; "
                     f"this Box action space needs shape {shape}"
                 )
-        acts = acts.astype(self.space.dtype, copy=False)
-        ok = (np.isfinite(acts) & (acts >= self.space.low) & (acts <= self.space.high))
+        acts = acts.astype(box.dtype, copy=False)
+        ok = (np.isfinite(acts) & (acts >= box.low) & (acts <= box.high))
         ok = ok.reshape(n, -1).all(axis=1)
         return acts, (int(np.argmin(ok)) if not ok.all() else None)

@@ -164,8 +164,8 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
         while reply.jobs:
             run.observations.append(reply.obs)  # stacked afresh at every step
             try:
-                actions, states = policy.act(reply.obs, states)
-                actions, bad = check_actions(actions, 1)
+                chosen, states = policy.act(reply.obs, states)
+                actions, bad = check_actions(chosen, 1)
             except Exception:
                 run.failed = True
                 return run

@@ -24,7 +24,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -36,6 +36,9 @@ from ..world.perturbations import seed_perturbations
 from ..world.scenarios import Scenario
 from .checks import CHECKED_STEPS, ObservationContract, unpacks_old_api, where
 from .deadline import Expired
+
+if TYPE_CHECKING:
+    from ..world.agents import Policy
 
 __all__ = ["Finished", "Reply", "SlotGroup", "where", "stack"]
 
@@ -86,7 +89,7 @@ class _StepCounter(gym.Wrapper):
 
     def __init__(self, env: gym.Env, contract: ObservationContract) -> None:
         super().__init__(env)
-        self.rewards: list[float] = []
+        self.rewards: list[SupportsFloat] = []  # as the env gave them
         self.contract = contract
         self.at: tuple[str, int, int] = ("", 0, 0)
 
@@ -122,7 +125,20 @@ class _Slot:
         self.steps = 0
 
 
-def attach_policy(env: gym.Env, policy: Any) -> None:
+if TYPE_CHECKING:
+    class _Running(_Slot):
+        """A slot running an episode (``SlotGroup.active``): its job, env and counter are
+        set. For the type checker only: at run time it is a :class:`_Slot`, which
+        :meth:`SlotGroup._start` makes one of (the hot path checks nothing per step)."""
+
+        job: Job
+        env: gym.Env
+        counter: _StepCounter
+else:
+    _Running = _Slot
+
+
+def attach_policy(env: gym.Env, policy: Policy) -> None:
     """Hand ``policy`` to every wrapper in ``env``'s chain that attacks the agent itself
     (``attach_policy``: adversarial observations). Once per env made, never per step."""
     current: Any = env
@@ -145,7 +161,8 @@ class SlotGroup:
 
     def __init__(self, env: AuditEnv, scenarios: Sequence[Scenario], indices: Sequence[int], *,
                  seed: int, max_steps: int, slots: int, reuse: bool = True,
-                 spaces: tuple[gym.Space, gym.Space] | None = None, policy: Any = None) -> None:
+                 spaces: tuple[gym.Space, gym.Space] | None = None,
+                 policy: Policy | None = None) -> None:
         self.audit_env = env
         self.scenarios = list(scenarios)
         self.names = [s.name for s in scenarios]
@@ -156,7 +173,7 @@ class SlotGroup:
         self.spaces = spaces
         self.policy = policy
         self.slots = [_Slot() for _ in range(slots)]
-        self.active: list[_Slot] = []
+        self.active: list[_Running] = []
         self.idle: list[_Slot] = list(self.slots)
         self.queue: deque[Job] = deque()
         self.free: dict[int, list[tuple[gym.Env, _StepCounter]]] = {}
@@ -200,16 +217,15 @@ class SlotGroup:
             attach_policy(wrapped, self.policy)
         return wrapped, counter
 
-    def _release(self, slot: _Slot) -> None:
-        if slot.env is None:
-            return
+    def _release(self, slot: _Running) -> None:
         if self.reuse:
             self.free.setdefault(slot.job[0], []).append((slot.env, slot.counter))
         else:
             slot.env.close()
             self.made.remove(slot.env)
             del self.bases[id(slot.counter.env)]
-        slot.env = slot.counter = None
+        idle: _Slot = slot
+        idle.env = idle.counter = None
 
     def close(self) -> None:
         """Close every env this group made."""
@@ -218,19 +234,23 @@ class SlotGroup:
         self.made = []
 
     # ------------------------------------------------------------------ episodes
-    def _start(self, slot: _Slot, job: Job) -> None:
+    def _start(self, slot: _Slot, job: Job) -> _Running:
+        """Start ``job`` in ``slot``, idle or just done with an episode: it is running now."""
         s, e = job
         episode = self.indices[e]
-        if slot.env is not None and (not self.reuse or slot.job[0] != s):
-            self._release(slot)
+        if slot.env is not None:  # it ran the episode that just ended
+            done = cast(_Running, slot)
+            if not self.reuse or done.job[0] != s:
+                self._release(done)
         if slot.env is None:
             slot.env, slot.counter = self.make(s)
         slot.job = job
-        slot.ret, slot.steps = 0.0, 0
-        seed_perturbations(slot.env, episode_seed_sequence(self.seed, episode, self.names[s]))
-        slot.counter.at = (self.names[s], episode, self.seed)
+        run = cast(_Running, slot)  # its job, env and counter are set now
+        run.ret, run.steps = 0.0, 0
+        seed_perturbations(run.env, episode_seed_sequence(self.seed, episode, self.names[s]))
+        run.counter.at = (self.names[s], episode, self.seed)
         try:
-            slot.obs, _ = slot.env.reset(seed=self.seed + episode)
+            run.obs, _ = run.env.reset(seed=self.seed + episode)
         except EnvContractError:
             raise
         except Exception as exc:
@@ -242,17 +262,18 @@ class SlotGroup:
         except Expired as exc:  # the audit's deadline struck in this reset
             raise exc.locate(self.names[s], episode, 0, "in the env's reset at "
                              f"{where(self.names[s], episode, self.seed, 0)}") from None
+        return run
 
-    def _finish(self, slot: _Slot, capped: bool) -> Finished:
+    def _finish(self, slot: _Running, capped: bool) -> Finished:
         return Finished(slot.job, slot.ret, slot.steps, len(slot.counter.rewards), capped,
                         np.asarray(slot.counter.rewards, dtype=np.float64))
 
-    def _fail(self, slot: _Slot, what: str) -> RolloutError:
+    def _fail(self, slot: _Running, what: str) -> RolloutError:
         name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
         return RolloutError(f"{what} at {where(name, episode, self.seed, slot.steps)}",
                             scenario=name, episode=episode, step=slot.steps)
 
-    def _stuck(self, exc: Expired, slot: _Slot) -> Expired:
+    def _stuck(self, exc: Expired, slot: _Running) -> Expired:
         name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
         return exc.locate(name, episode, slot.steps,
                           f"in the env's step at {where(name, episode, self.seed, slot.steps)}")
@@ -264,7 +285,7 @@ class SlotGroup:
         self.queue.extend(jobs)
         started: list[Job] = []
         finished: list[Finished] = []
-        still: list[_Slot] = []
+        still: list[_Running] = []
         for i, slot in enumerate(self.active):
             try:
                 obs, reward, terminated, truncated, _ = slot.env.step(actions[i])
@@ -272,7 +293,7 @@ class SlotGroup:
                 raise
             except Exception as exc:
                 if unpacks_old_api(exc):  # gymnasium's own wrappers unpack it below us
-                    raise self.contract.old_api(
+                    raise slot.counter.contract.old_api(  # the group's contract
                         f"a step failed unpacking what the env's step() returned ({exc}) at "
                         f"{where(self.names[slot.job[0]], self.indices[slot.job[1]], self.seed, slot.steps)}"
                     ) from exc
@@ -293,34 +314,36 @@ class SlotGroup:
                     still.append(slot)
                 else:
                     self._release(slot)
-                    slot.job = None
-                    self.idle.append(slot)
+                    idle: _Slot = slot
+                    idle.job = None
+                    self.idle.append(idle)
             else:
                 slot.obs = obs
                 still.append(slot)
         while self.idle and self.queue:
-            slot = self.idle.pop()
             job = self.queue.popleft()
-            self._start(slot, job)
+            running = self._start(self.idle.pop(), job)
             started.append(job)
-            still.append(slot)
+            still.append(running)
         self.active = still
         return Reply([slot.job for slot in still], self._batch(still) if still else None,
                      [slot.steps for slot in still], started, finished, len(self.queue))
 
-    def _batch(self, rows: list[_Slot]) -> Any:
+    def _batch(self, rows: list[_Running]) -> Any:
         """The observations of ``rows`` as one batch, of the declared shape on every
         decision step (bounds are held on the first steps only, by the counters)."""
+        contract = self.contract
+        assert contract is not None  # made with the first env, before any row ran
         try:
             batch = stack([slot.obs for slot in rows])
         except (ValueError, TypeError):  # rows of different shapes: found just below
             batch = None
-        if batch is not None and self.contract.fits(batch):
+        if batch is not None and contract.fits(batch):
             return batch
         for slot in rows:  # rare: find the culprit for the message
             name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
-            self.contract.check(slot.obs, f"at {where(name, episode, self.seed, slot.steps)} "
-                                "(as the agent sees it, after the scenario's perturbation)")
+            contract.check(slot.obs, f"at {where(name, episode, self.seed, slot.steps)} "
+                           "(as the agent sees it, after the scenario's perturbation)")
         raise EnvContractError(
             f"the observations of env {self.audit_env.name!r} do not stack into one batch of "
-            f"its observation space {self.contract.space}; each must have the declared shape")
+            f"its observation space {contract.space}; each must have the declared shape")

@@ -217,7 +217,8 @@ def paired_ratio_ci(
 
     def statistic(nom: np.ndarray, per: np.ndarray, axis: int = -1) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (per.mean(axis=axis) - reference) / (nom.mean(axis=axis) - reference)
+            ratios: np.ndarray = (per.mean(axis=axis) - reference) / (nom.mean(axis=axis) - reference)
+            return ratios
 
     alpha, size = 1.0 - confidence, len(n)
     expanded = 2.0 * _scipy_stats.norm.cdf(
@@ -280,8 +281,10 @@ def ratio_change_ci(
     def statistic(bn: np.ndarray, bp: np.ndarray, cn: np.ndarray, cp: np.ndarray,
                   axis: int = -1) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return ((cp.mean(axis=axis) - reference) / (cn.mean(axis=axis) - reference)
-                    - (bp.mean(axis=axis) - base_reference) / (bn.mean(axis=axis) - base_reference))
+            gaps: np.ndarray = (
+                (cp.mean(axis=axis) - reference) / (cn.mean(axis=axis) - reference)
+                - (bp.mean(axis=axis) - base_reference) / (bn.mean(axis=axis) - base_reference))
+            return gaps
 
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xC0DE]))
     return _paired_bootstrap((bn, bp, cn, cp), statistic, point, confidence, n_resamples, rng)

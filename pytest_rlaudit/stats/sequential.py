@@ -104,7 +104,8 @@ def _bounds(looks: tuple[int, ...], alpha: float, gamma: float) -> tuple[float, 
         def density(s: np.ndarray, sd: float = sd, nodes: np.ndarray = nodes,
                     weights: np.ndarray = weights) -> np.ndarray:
             gauss = np.exp(-0.5 * ((s[:, None] - nodes[None, :]) / sd) ** 2)
-            return gauss @ weights / (sd * math.sqrt(2 * math.pi))
+            dens: np.ndarray = gauss @ weights / (sd * math.sqrt(2 * math.pi))
+            return dens
 
         # It is symmetric: find the half-width x (S scale) that leaves ``target`` inside,
         # first on a coarse grid, then by Newton steps on Simpson's rule.

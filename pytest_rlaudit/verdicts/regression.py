@@ -15,7 +15,7 @@ from typing import Any
 
 from .._checks import number
 from ..auditing.comparison import Comparison, compare_audits
-from ..auditing.results import audit
+from ..auditing.results import AuditResult, audit
 from ..auditing.tolerances import Tolerance
 from ..errors import InvalidArgumentError
 from ..rollout.runner import DEFAULT_MAX_STEPS
@@ -54,10 +54,13 @@ def assert_no_regression(
     raises :class:`~pytest_rlaudit.errors.InvalidArgumentError` naming the episodes needed.
     """
     number("margin", margin, low=0, high=1, high_open=True)
-    kwargs = dict(scenarios=scenarios, episodes=episodes, seed=seed, batch_size=batch_size,
-                  reference=reference, max_steps=max_steps)
-    base = audit(baseline, env, **kwargs)
-    cand = audit(candidate, env, **kwargs)
+
+    def run(agent: Any) -> AuditResult:  # both on the same seeds and settings
+        return audit(agent, env, scenarios=scenarios, episodes=episodes, seed=seed,
+                     batch_size=batch_size, reference=reference, max_steps=max_steps)
+
+    base = run(baseline)
+    cand = run(candidate)
     comparison = compare_audits(base, cand, (Tolerance("return", float(margin), True),
                                              Tolerance("ratio", float(margin), False)),
                                 alpha=alpha)

@@ -117,7 +117,8 @@ def _weights(weights: Sequence[float] | None, names: Sequence[str]) -> np.ndarra
     if values.sum() <= 0:
         raise PerturbationError(f"{_OWNER}: the weights are all zero; give at least one "
                                 "scenario a positive weight")
-    return values / values.sum()
+    shares: np.ndarray = values / values.sum()
+    return shares
 
 
 class ScenarioMix(gym.Wrapper, gym.utils.RecordConstructorArgs):

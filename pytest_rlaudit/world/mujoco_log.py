@@ -49,7 +49,7 @@ def mujoco_warnings(load: bool = False) -> Iterator[None]:
             pass
     mujoco = sys.modules.get("mujoco")
     setter = getattr(mujoco, "set_mju_user_warning", None)
-    if setter is None or mujoco.get_mju_user_warning() is not None:
+    if mujoco is None or setter is None or mujoco.get_mju_user_warning() is not None:
         yield
         return
     setter(_warn)

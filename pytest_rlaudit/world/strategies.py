@@ -158,7 +158,7 @@ def schedules(
         return kind, start, duration, value
 
     def build(events: list[tuple[str, int, int, Any]]) -> Schedule:
-        timelines: dict[str, list[Any]] = {}
+        timelines: dict[str, Any] = {}  # channel: its per-step list (keywords of Schedule)
         for kind, start, duration, value in events:
             line = timelines.setdefault(kind, [NOMINAL_SETTINGS[kind]] * max_steps)
             for t in range(start, start + duration):

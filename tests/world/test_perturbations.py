@@ -203,6 +203,16 @@ def test_sticky_action_uses_its_own_generator_not_the_envs():
     assert env.unwrapped.np_random.bit_generator.state == before
 
 
+def test_setting_the_generator_of_a_chain_with_a_sticky_action_reaches_the_env():
+    # gymnasium's wrappers forward np_random = ... down to the env; StickyAction's own
+    # np_random (its generator) once had no setter, so that raised AttributeError.
+    env = gym.wrappers.TimeLimit(StickyAction(counter(), p=0.5), 10)
+    generator = np.random.default_rng(5)
+    env.np_random = generator
+    assert env.unwrapped.np_random is generator
+    assert env.env.np_random is env.env.rng  # the stickiness keeps drawing from its own
+
+
 def test_sticky_action_repeats_the_previous_action_with_probability_p():
     env = StickyAction(counter(horizon=5000), p=0.25)
     rng = np.random.default_rng(0)

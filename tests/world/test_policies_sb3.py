@@ -464,6 +464,18 @@ def test_box_action_bounds_mismatch_is_refused(zoo):
         audit(zoo["SAC"], rescaled, scenarios=["jitter"], episodes=2)
 
 
+def test_continuous_agent_on_discrete_actions_is_refused_naming_both(zoo):
+    # The observations fit (3 floats), the actions do not: a Box agent's bounds were once
+    # compared with the env's before its type, and a Discrete space has no bounds
+    # (AttributeError: 'Discrete' object has no attribute 'low').
+    pendulum = gym.make(PENDULUM)
+    with pytest.raises(PolicyError) as info:
+        as_policy(zoo["SAC"]).bind(pendulum.observation_space, gym.spaces.Discrete(2))
+    pendulum.close()
+    message = str(info.value)
+    assert "acts in Box" in message and "Discrete(2)" in message
+
+
 def test_continuous_agent_on_a_discrete_env_is_refused(zoo):
     with pytest.raises(PolicyError) as info:
         _run(as_policy(zoo["SAC"]), CARTPOLE, 4, episodes=2)

@@ -68,7 +68,8 @@ def _spaces_of(env: EnvLike | None, needs: EnvNeeds, frame_stack: int) -> Any:
 
 
 def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: int | None,
-               env: EnvLike | None, options: dict[str, Any]) -> Policy:
+               env: EnvLike | None, deterministic: bool, torch_threads: int | None,
+               name: str | None) -> Policy:
     """A saved run (zoo folder, Hub download, model zip) as a policy."""
     from .zoo import read_saved_run
 
@@ -83,12 +84,13 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
     stack = run.frame_stack if frame_stack is None else frame_stack
     model = load_sb3(run.model, algo or run.algo,
                      spaces_of_env=_spaces_of(env, run.needs, stack))
-    name = options.pop("name") or f"{type(model).__name__}({label})"
+    name = name or f"{type(model).__name__}({label})"
     auto = isinstance(vec_normalize, str) and vec_normalize == "auto"
     stats = run.vec_normalize if auto else vec_normalize
     if auto and stats is None:
         _check_no_stats_needed(model, repr(str(run.model)))
-    policy = _preprocessed(SB3Policy(model, name=name, **options), stats, stack)
+    policy = _preprocessed(SB3Policy(model, deterministic=deterministic, name=name,
+                                     torch_threads=torch_threads), stats, stack)
     policy.env_needs = run.needs
     return policy
 
@@ -152,7 +154,6 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
     ...
     pytest_rlaudit.errors.PolicyError: cannot use int as an agent; ...
     """
-    sb3_options = {"deterministic": deterministic, "torch_threads": torch_threads, "name": name}
     if isinstance(agent, (str, os.PathLike)):
         text = os.fspath(agent)
         if text == "random":
@@ -162,14 +163,16 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
                              vec_normalize=vec_normalize, name=name, frame_stack=frame_stack,
                              checkpoint=checkpoint, env=env, torch_threads=torch_threads)
         return _from_path(text, algo=algo, vec_normalize=vec_normalize,
-                          frame_stack=frame_stack, env=env, options=sb3_options)
+                          frame_stack=frame_stack, env=env, deterministic=deterministic,
+                          torch_threads=torch_threads, name=name)
     if _is_sb3(agent):
         if isinstance(vec_normalize, str) and vec_normalize == "auto":
             get = getattr(agent, "get_vec_normalize_env", None)
             vec_normalize = get() if callable(get) else None
             if vec_normalize is None:
                 _check_no_stats_needed(agent, f"the {type(agent).__name__} model")
-        return _preprocessed(SB3Policy(agent, **sb3_options), vec_normalize, frame_stack)
+        return _preprocessed(SB3Policy(agent, deterministic=deterministic, name=name,
+                                       torch_threads=torch_threads), vec_normalize, frame_stack)
     own_stats = None if isinstance(vec_normalize, str) and vec_normalize == "auto" else vec_normalize
     if _is_torch_module(agent):
         if checkpoint is not None:

@@ -69,7 +69,7 @@ class Policy(CorePolicy, Protocol):
     #: makes, the random reference's too.
     env_needs: EnvNeeds | None
 
-    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         """Called with the spaces of the first env the runner makes, before ``reset`` and
         the first ``act`` of each rollout (and of the seed replay): the policy learns the
         env's spaces and may refuse spaces that do not fit it (a
@@ -103,8 +103,8 @@ class BasePolicy:
 
     stateful: bool = False
     name: str = "policy"
-    observation_space: spaces.Space | None = None
-    action_space: spaces.Space | None = None
+    observation_space: spaces.Space[Any] | None = None
+    action_space: spaces.Space[Any] | None = None
     #: What the agent needs of its env (a zoo folder's env_kwargs and wrappers), if anything.
     env_needs: EnvNeeds | None = None
     #: Whether the runner's worker processes may each run a copy of it on episodes of
@@ -112,7 +112,7 @@ class BasePolicy:
     #: for policies that cost nothing to copy and gain nothing from large batches.
     shards_freely: bool = False
 
-    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         """Learn the env's spaces before a rollout (and check they fit the agent)."""
         self.observation_space = observation_space
         self.action_space = action_space

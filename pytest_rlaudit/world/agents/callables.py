@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -53,11 +53,11 @@ class RandomPolicy(BasePolicy):
     name = "random"
     _uniform: tuple[np.ndarray, np.ndarray] | None = None
 
-    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         super().bind(observation_space, action_space)
         self._uniform = _uniform_bounds(action_space)
 
-    def initial_state(self, seed: np.random.SeedSequence) -> spaces.Space:
+    def initial_state(self, seed: np.random.SeedSequence) -> spaces.Space[Any]:
         if self.action_space is None:
             raise PolicyError("RandomPolicy must be bound to an action space before use")
         space = copy.deepcopy(self.action_space)
@@ -69,15 +69,15 @@ class RandomPolicy(BasePolicy):
         if self._uniform is None:
             return np.stack([np.asarray(s.sample()) for s in states]), states
         low, span = self._uniform
+        space = cast(spaces.Box, self.action_space)  # _uniform is a bound Box's
         # numpy's uniform(low, high) is low + (high - low) * random(): the same doubles
         # from the same generator, drawn per row, with the arithmetic done once per batch
         draws = np.stack([s.np_random.random(len(low)) for s in states])
         rows = low + span * draws
-        return rows.reshape((len(states), *self.action_space.shape)).astype(
-            self.action_space.dtype, copy=False), states
+        return rows.reshape((len(states), *space.shape)).astype(space.dtype, copy=False), states
 
 
-def _uniform_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray] | None:
+def _uniform_bounds(space: spaces.Space[Any]) -> tuple[np.ndarray, np.ndarray] | None:
     """``(low, high - low)``, flat, of a float Box bounded on every side, whose
     ``sample()`` is one ``uniform(low, high)`` draw in C order; None for other spaces."""
     if not (type(space) is spaces.Box and space.dtype.kind == "f" and space.is_bounded("both")):

@@ -99,8 +99,8 @@ class ActionScores:
                 self.module.train(True)
 
 
-def action_scores(policy: Policy, observation_space: spaces.Space,
-                  action_space: spaces.Space) -> ActionScores:
+def action_scores(policy: Policy, observation_space: spaces.Space[Any],
+                  action_space: spaces.Space[Any]) -> ActionScores:
     """The differentiable action scores of ``policy`` on an env with these spaces.
 
     Raises :class:`PolicyError` for an agent without gradients or a shape not supported
@@ -123,13 +123,15 @@ def action_scores(policy: Policy, observation_space: spaces.Space,
     discrete = _discrete(action_space, policy)
     if isinstance(inner, SB3Policy):
         fn, module = _sb3_scores(inner, observation_space, discrete), inner.sb3_policy
+        threads = inner.torch_threads
     elif isinstance(inner, TorchPolicy):
         fn, module = _torch_scores(inner, action_space, discrete), inner.module
+        threads = inner.torch_threads
     else:
         raise _no_gradients(policy, f"it is a {type(inner).__name__}, which has no gradients")
     for transform in reversed(transforms):  # the outermost wrapper acts first
         fn = _after(transform, fn)
-    return ActionScores(fn, discrete, module, inner.torch_threads, _name(policy))
+    return ActionScores(fn, discrete, module, threads, _name(policy))
 
 
 def _after(first: Scores, then: Scores) -> Scores:
@@ -148,7 +150,7 @@ def _no_gradients(policy: Policy, why: str) -> PolicyError:
     )
 
 
-def _discrete(action_space: spaces.Space, policy: Policy) -> bool:
+def _discrete(action_space: spaces.Space[Any], policy: Policy) -> bool:
     if isinstance(action_space, spaces.Discrete):
         return True
     if isinstance(action_space, spaces.Box):
@@ -172,7 +174,7 @@ def _normalizer(vec_normalize: Any) -> Scores:
     return lambda x: torch.clamp((x - mean) / std, -clip, clip)
 
 
-def _sb3_scores(policy: SB3Policy, observation_space: spaces.Space, discrete: bool) -> Scores:
+def _sb3_scores(policy: SB3Policy, observation_space: spaces.Space[Any], discrete: bool) -> Scores:
     """Logits, Q-values or the deterministic action of an SB3 policy (see the module table)."""
     sb3 = policy.sb3_policy
     if policy.recurrent:
@@ -188,7 +190,8 @@ def _sb3_scores(policy: SB3Policy, observation_space: spaces.Space, discrete: bo
         # SB3's documented BasePolicy._predict: the action before unscaling and clipping,
         # differentiable for every Box policy (Gaussian mean, squashed actor output).
         def raw(x: torch.Tensor) -> torch.Tensor:
-            return sb3._predict(x, deterministic=True)
+            action: torch.Tensor = sb3._predict(x, deterministic=True)
+            return action
     return lambda x: raw(layout(x).to(device)).cpu()
 
 
@@ -196,7 +199,8 @@ def _sb3_logits(sb3: Any, name: str) -> Scores:
     if callable(getattr(sb3, "get_distribution", None)):  # PPO, A2C, TRPO, MaskablePPO
         return lambda x: sb3.get_distribution(x).distribution.logits
     if callable(getattr(sb3, "q_net", None)):
-        return sb3.q_net  # DQN: Q-values (features extracted inside)
+        q_net: Scores = sb3.q_net  # DQN: Q-values (features extracted inside)
+        return q_net
     if callable(getattr(sb3, "quantile_net", None)):
         return lambda x: sb3.quantile_net(x).mean(dim=1)  # QRDQN: its Q-values
     if callable(getattr(sb3, "action_net", None)) and callable(getattr(sb3, "extract_features", None)):
@@ -208,7 +212,7 @@ def _sb3_logits(sb3: Any, name: str) -> Scores:
     )
 
 
-def _layout(own: spaces.Space, env: spaces.Space) -> Scores:
+def _layout(own: spaces.Space[Any], env: spaces.Space[Any]) -> Scores:
     """Channel-last env images to the channel-first layout SB3 trained on, as its
     ``predict`` transposes them; other observations as they are."""
     own_shape, env_shape = getattr(own, "shape", None), getattr(env, "shape", None)
@@ -218,7 +222,7 @@ def _layout(own: spaces.Space, env: spaces.Space) -> Scores:
     return lambda x: x
 
 
-def _torch_scores(policy: TorchPolicy, action_space: spaces.Space, discrete: bool) -> Scores:
+def _torch_scores(policy: TorchPolicy, action_space: spaces.Space[Any], discrete: bool) -> Scores:
     """A module's output under its rule, before argmax or clipping."""
     import torch
 
@@ -239,10 +243,12 @@ def _torch_scores(policy: TorchPolicy, action_space: spaces.Space, discrete: boo
     else:
         raw = getattr(module, rule)
 
+    n = action_space.n if isinstance(action_space, spaces.Discrete) else None  # discrete: set
+
     def checked(x: torch.Tensor) -> torch.Tensor:
         out = raw(x)
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or (
-                discrete and tuple(out.shape) != (x.shape[0], action_space.n)):
+                discrete and tuple(out.shape) != (x.shape[0], n)):
             raise PolicyError(
                 f"adversarial_obs needs per-action scores of shape ({x.shape[0]}, "
                 f"{getattr(action_space, 'n', '...')}) from {policy.name} (rule {rule!r}), "

@@ -42,7 +42,8 @@ def import_wrapper(name: str) -> type:
     errors = []
     for candidate in candidates:
         try:
-            return getattr(importlib.import_module(candidate), attribute)
+            wrapper: type = getattr(importlib.import_module(candidate), attribute)
+            return wrapper
         except (ImportError, AttributeError, ValueError) as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
     raise PolicyError(
@@ -85,8 +86,8 @@ class EnvNeeds:
         source = env.source if isinstance(env, AuditEnv) else (
             env if isinstance(env, (str, EnvSpec)) else None)
         # One spec, made (and checked) once: with the keyword arguments when they can go in.
-        with_kwargs = bool(self.env_kwargs) and source is not None
-        spec = env_spec(source, **dict(self.env_kwargs)) if with_kwargs else env_spec(env)
+        spec = (env_spec(source, **dict(self.env_kwargs)) if self.env_kwargs and source is not None
+                else env_spec(env))
         self._note_other_env(spec.name)
         if self.env_kwargs and source is None:
             warnings.warn(AgentWarning(

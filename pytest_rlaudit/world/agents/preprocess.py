@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -70,7 +70,7 @@ class PolicyWrapper(BasePolicy):
             raise AttributeError(name)
         return getattr(self.policy, name)
 
-    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         super().bind(observation_space, action_space)
         _bind(self.policy, observation_space, action_space)
 
@@ -84,7 +84,7 @@ class PolicyWrapper(BasePolicy):
         return self.policy.act(obs, states)
 
 
-def _bind(policy: CorePolicy, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+def _bind(policy: CorePolicy, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
     """``policy.bind(...)``, if it has one: a narrow policy has none."""
     bind = getattr(policy, "bind", None)
     if bind is not None:
@@ -165,7 +165,7 @@ class NormalizedPolicy(PolicyWrapper):
         self.vec_normalize = load_vec_normalize(vec_normalize)
         self._scale: tuple[np.ndarray, np.ndarray, float] | None = None
 
-    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         super().bind(observation_space, action_space)
         # Read once per rollout: the statistics do not change within one (training is off).
         self._scale = _obs_scale(self.vec_normalize)
@@ -200,7 +200,7 @@ def _stack_axis(space: spaces.Box) -> int:
     return 0 if is_image and int(np.argmin(shape)) == 0 else len(shape) - 1
 
 
-def stacked_space(space: spaces.Space, n_stack: int) -> spaces.Box:
+def stacked_space(space: spaces.Space[Any], n_stack: int) -> spaces.Box:
     """The observation space of ``n_stack`` stacked frames of ``space``.
 
     >>> stacked_space(spaces.Box(0, 255, (8, 8, 3), dtype=np.uint8), 4).shape
@@ -230,9 +230,9 @@ class FrameStackPolicy(PolicyWrapper):
         self.stateful = True
         self._axis = 0
 
-    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         stacked = stacked_space(observation_space, self.n_stack)
-        self._axis = _stack_axis(observation_space)
+        self._axis = _stack_axis(cast(spaces.Box, observation_space))  # stacked_space checked
         BasePolicy.bind(self, observation_space, action_space)
         _bind(self.policy, stacked, action_space)
 

@@ -97,7 +97,7 @@ class SB3Policy(BasePolicy):
         self._eval_flags: list[bool] = []
         self._device: Any = None
 
-    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         super().bind(observation_space, action_space)
         # A rollout starts: the model may have been trained or moved since the last one.
         self._forget_mode()
@@ -109,7 +109,8 @@ class SB3Policy(BasePolicy):
                 f"gives {_space_summary(observation_space)}: is this the env it was trained on?"
             )
         same_bounds = not isinstance(own_act, spaces.Box) or (
-            np.array_equal(own_act.low, action_space.low)
+            isinstance(action_space, spaces.Box)
+            and np.array_equal(own_act.low, action_space.low)
             and np.array_equal(own_act.high, action_space.high))
         if type(own_act) is not type(action_space) or getattr(own_act, "shape", None) != getattr(
             action_space, "shape", None
@@ -154,7 +155,8 @@ class SB3Policy(BasePolicy):
         """
         policy = self.sb3_policy
         if not self._fast:
-            return policy.predict(obs, deterministic=deterministic)[0]
+            predicted: np.ndarray = policy.predict(obs, deterministic=deterministic)[0]
+            return predicted
         import torch
 
         self._eval_mode()
@@ -172,12 +174,13 @@ class SB3Policy(BasePolicy):
             else:
                 out = policy._predict(obs_tensor, deterministic=deterministic)
         space = policy.action_space
-        out = out.cpu().numpy().reshape((-1, *space.shape))
+        actions = out.cpu().numpy().reshape((-1, *space.shape))
         if isinstance(space, spaces.Box):
             if policy.squash_output:
-                return policy.unscale_action(out)
-            return np.clip(out, space.low, space.high)
-        return out
+                unscaled: np.ndarray = policy.unscale_action(actions)
+                return unscaled
+            return np.clip(actions, space.low, space.high)
+        return actions
 
     def _eval_mode(self) -> None:
         """``set_training_mode(False)``, which predict calls on every call (7% of the time
@@ -193,7 +196,8 @@ class SB3Policy(BasePolicy):
         self._eval_flags = [m.training for m in modules]
         self._device = policy.device
 
-    def _act_stochastic(self, obs: np.ndarray, states: list[Any] | None):
+    def _act_stochastic(self, obs: np.ndarray,
+                        states: list[Any] | None) -> tuple[np.ndarray, list[Any]]:
         import torch
 
         assert states is not None
@@ -205,7 +209,8 @@ class SB3Policy(BasePolicy):
             rows.append(action[0])
         return np.stack(rows), states
 
-    def _act_recurrent(self, obs: np.ndarray, states: list[Any] | None):
+    def _act_recurrent(self, obs: np.ndarray,
+                       states: list[Any] | None) -> tuple[np.ndarray, list[Any]]:
         assert states is not None
         n = batch_rows(obs)
         padded = _pad_rows(obs, MIN_TORCH_ROWS)
@@ -278,7 +283,8 @@ def _algo_class(name: str) -> Any:
 def _zip_data(path: Path) -> dict[str, Any]:
     try:
         with zipfile.ZipFile(path) as archive:
-            return json.loads(archive.read("data"))
+            data: dict[str, Any] = json.loads(archive.read("data"))
+            return data
     except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as exc:
         raise PolicyError(f"{str(path)!r} is not a stable-baselines3 model zip ({exc})") from exc
 
@@ -318,7 +324,7 @@ def _unreadable_spaces(data: dict[str, Any]) -> str | None:
     return None
 
 
-Spaces = Callable[[], "tuple[spaces.Space, spaces.Space]"]
+Spaces = Callable[[], "tuple[spaces.Space[Any], spaces.Space[Any]]"]
 
 
 def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,

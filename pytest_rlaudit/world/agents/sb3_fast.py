@@ -45,7 +45,7 @@ def plain_sac(policy: Any) -> bool:
     without the distribution ``_predict`` builds around the mean (the same tensor
     operations, so the same bits)."""
     sac = sys.modules.get("stable_baselines3.sac.policies")
-    actor = getattr(policy, "actor", None)
+    actor: Any = getattr(policy, "actor", None)
     return (sac is not None and type(policy)._predict is sac.SACPolicy._predict
             and type(actor) is sac.Actor and not actor.use_sde)
 

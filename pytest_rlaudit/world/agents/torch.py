@@ -93,7 +93,10 @@ def _plain_modes(module: Any) -> tuple[Any, ...] | None:
 
     base = torch.nn.Module
     modules = tuple(module.modules())
-    if all(type(m).train is base.train and type(m).__setattr__ is base.__setattr__
+    # identities of the methods (not overridden), which the type checker reads as a
+    # comparison of two different signatures
+    if all(type(m).train is base.train
+           and type(m).__setattr__ is base.__setattr__  # type: ignore[comparison-overlap]
            for m in modules):
         return modules
     return None
@@ -243,7 +246,7 @@ class TorchPolicy(BasePolicy):
         self._modes: tuple[Any, ...] | None = None
         self._modes_read = False
 
-    def bind(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         super().bind(observation_space, action_space)
         self._modes_read = False  # a rollout starts: the module may have changed since
 
@@ -297,7 +300,8 @@ class TorchPolicy(BasePolicy):
         space = self.action_space
         if isinstance(space, spaces.Discrete):
             if out.ndim == 2 and out.shape[1] == space.n:
-                return out.argmax(axis=1) + space.start
+                chosen: np.ndarray = out.argmax(axis=1) + space.start
+                return chosen
             if out.ndim == 2 and out.shape[1] == 1:
                 return out[:, 0]
             return out

@@ -38,7 +38,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     """A zoo ``.yml`` file as a dict. The zoo writes ``OrderedDict`` objects with a Python
     tag; this reads that tag (and tuples) and nothing else that would run code, since a
     downloaded folder is not trusted code."""
-    yaml = require("yaml", "reading an rl-baselines3-zoo folder")
+    yaml: Any = require("yaml", "reading an rl-baselines3-zoo folder")  # PyYAML ships no types
 
     class _ZooLoader(yaml.SafeLoader):
         pass

@@ -51,11 +51,12 @@ class StickyAction(Perturbation, _GymStickyAction):
     def __init__(self, env: gym.Env, p: float = 0.25, duration: int | tuple[int, int] = 1) -> None:
         p = _float_arg("StickyAction", "p", p, high=1.0, high_open=True)
         if isinstance(duration, (list, tuple)):
-            duration = tuple(_int_arg("StickyAction", "duration", d, minimum=1) for d in duration)
-            if len(duration) != 2 or duration[0] > duration[1]:
+            pair = tuple(_int_arg("StickyAction", "duration", d, minimum=1) for d in duration)
+            if len(pair) != 2 or pair[0] > pair[1]:
                 raise PerturbationError(
-                    f"StickyAction: duration must be an int or a (low, high) pair, got {duration}"
+                    f"StickyAction: duration must be an int or a (low, high) pair, got {pair}"
                 )
+            duration = (pair[0], pair[1])
         else:
             duration = _int_arg("StickyAction", "duration", duration, minimum=1)
         self._init_perturbation(p=p, duration=duration)
@@ -67,6 +68,11 @@ class StickyAction(Perturbation, _GymStickyAction):
     def np_random(self) -> np.random.Generator:  # gymnasium's class draws from here
         return self.rng
 
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        # As gymnasium's Wrapper: setting a wrapper's generator sets the env's (a wrapper
+        # above this one forwards its own there); the actions still stick by self.rng.
+        self.env.np_random = value
 
 
 class ActionDelay(Perturbation, gym.ActionWrapper):
@@ -91,7 +97,8 @@ class ActionDelay(Perturbation, gym.ActionWrapper):
         self.noop = noop
         self._queue: deque[Any] = deque()
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         self._queue.clear()
         return super().reset(seed=seed, options=options)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -85,13 +85,13 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
         # Madry et al.'s rule: the steps together can cross the ball 1.25 times.
         self.step_size = (2.5 * self.epsilon / max(self.steps, 1) if step_size is None
                           else _float_arg(_OWNER, "step_size", step_size))
-        _require_box_obs(_OWNER, env)
-        self.scale, self.spread = check_scale(_OWNER, scale, spread, env.observation_space)
+        box = _require_box_obs(_OWNER, env)
+        self.scale, self.spread = check_scale(_OWNER, scale, spread, box)
         self._init_perturbation(epsilon=self.epsilon, steps=self.steps, step_size=step_size,
                                 scale=self.scale, spread=self.spread)
         gym.Wrapper.__init__(self, env)
         #: The unit of epsilon in each element (see "Units").
-        self.unit = _unit(env.observation_space, self.spread)
+        self.unit = _unit(box, self.spread)
         self._scores: ActionScores | None = None
         self._warned = False
 
@@ -104,30 +104,30 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
         from ..agents.gradients import action_scores
 
         scores = action_scores(policy, self.observation_space, self.action_space)
-        probe = _some_observation(self.observation_space)
+        probe = _some_observation(cast(spaces.Box, self.observation_space))  # __init__ checked
         _pgd(scores, probe, probe, probe, probe, steps=1, step=np.zeros_like(probe))
         self._scores = scores
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self.attack(obs), reward, terminated, truncated, info
 
     def attack(self, obs: Any) -> np.ndarray:
         """The worst observation near ``obs`` (one draw of the random start)."""
-        obs = np.asarray(obs)
+        seen = np.asarray(obs)
         # Drawn whatever the parameters, so the stream does not depend on them.
-        start = self.rng.uniform(-1.0, 1.0, obs.shape)
+        start = self.rng.uniform(-1.0, 1.0, seen.shape)
         if self._scores is None:
             self._warn_unattached()
-            return obs
-        space = self.observation_space
-        clean = obs.astype(np.float64)
+            return seen
+        space = cast(spaces.Box, self.observation_space)  # __init__ checked
+        clean = seen.astype(np.float64)
         radius = self.epsilon * self.unit
         low = np.maximum(clean - radius, space.low)
         high = np.minimum(clean + radius, space.high)
         worst = _pgd(self._scores, clean, np.clip(clean + start * radius, low, high), low, high,
                      steps=self.steps, step=self.step_size * self.unit)
-        return _as_observation(worst, obs, radius, low, high)
+        return _as_observation(worst, seen, radius, low, high)
 
     def _warn_unattached(self) -> None:
         if not self._warned:
@@ -185,16 +185,20 @@ def _pgd(scores: ActionScores, clean: np.ndarray, start: np.ndarray, low: np.nda
             # autograd.grad, not backward: no gradient accumulates in the network's weights
             (grad,) = torch.autograd.grad(loss, x)
             x = torch.minimum(torch.maximum(x.detach() + size * grad.sign(), lo), hi)
-    return x.detach().numpy()[0].astype(np.float64)
+    worst: np.ndarray = x.detach().numpy()[0].astype(np.float64)
+    return worst
 
 
 def _as_observation(worst: np.ndarray, obs: np.ndarray, radius: np.ndarray, low: np.ndarray,
                     high: np.ndarray) -> np.ndarray:
     """``worst`` in ``obs``'s dtype, inside the ball and the bounds: integers rounded to
     the nearest value within ``floor(radius)`` of the clean one."""
+    out: np.ndarray
     if not np.issubdtype(obs.dtype, np.integer):
-        return np.clip(worst, low, high).astype(obs.dtype)
-    clean = obs.astype(np.float64)
-    reach = np.floor(radius)
-    shifted = clean + np.clip(np.rint(worst - clean), -reach, reach)
-    return np.clip(shifted, np.ceil(low), np.floor(high)).astype(obs.dtype)
+        out = np.clip(worst, low, high).astype(obs.dtype)
+    else:
+        clean = obs.astype(np.float64)
+        reach = np.floor(radius)
+        shifted = clean + np.clip(np.rint(worst - clean), -reach, reach)
+        out = np.clip(shifted, np.ceil(low), np.floor(high)).astype(obs.dtype)
+    return out

@@ -3,7 +3,7 @@ checks, noisy actions, the generator of each wrapper and its reseeding."""
 
 from __future__ import annotations
 
-from typing import Any, SupportsFloat
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -48,7 +48,7 @@ SCALES = ("relative", "absolute")
 
 
 def check_scale(owner: str, scale: Any, spread: Any,
-                space: spaces.Space) -> tuple[str, tuple[float, ...] | None]:
+                space: spaces.Space[Any]) -> tuple[str, tuple[float, ...] | None]:
     """``(scale, spread)`` checked: relative noise needs one finite spread >= 0 per
     observation element (audits calibrate it); absolute noise takes none."""
     if scale not in SCALES:
@@ -97,11 +97,13 @@ def noisy_observation(obs: Any, sigma: float | np.ndarray, rng: np.random.Genera
     """
     obs = np.asarray(obs)
     noise = rng.standard_normal(obs.shape)
+    noisy: np.ndarray
     if not np.issubdtype(obs.dtype, np.integer):
-        return (obs + sigma * noise).astype(obs.dtype, copy=False)
-    low, high = space.low.astype(np.float64), space.high.astype(np.float64)
-    noisy = np.rint(obs + sigma * (high - low) * noise)
-    return np.clip(noisy, low, high).astype(obs.dtype)
+        noisy = (obs + sigma * noise).astype(obs.dtype, copy=False)
+    else:
+        low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+        noisy = np.clip(np.rint(obs + sigma * (high - low) * noise), low, high).astype(obs.dtype)
+    return noisy
 
 
 def held_frame(obs: Any) -> Any:
@@ -121,8 +123,9 @@ def _float_arg(owner: str, name: str, value: Any, *, low: float = 0.0, high: flo
                   error=PerturbationError)
 
 
-def _require_box_obs(owner: str, env: gym.Env) -> None:
-    """Observation noise needs a Box, and a bounded one for integers (its unit is the range)."""
+def _require_box_obs(owner: str, env: gym.Env) -> spaces.Box:
+    """Observation noise needs a Box, and a bounded one for integers (its unit is the range):
+    ``env``'s observation space, if it is one."""
     space = env.observation_space
     if not isinstance(space, spaces.Box):
         raise PerturbationError(
@@ -136,9 +139,10 @@ def _require_box_obs(owner: str, env: gym.Env) -> None:
             f"this env's observation space {space} is unbounded; give it bounds (an 8-bit "
             "image's are 0 and 255)."
         )
+    return space
 
 
-def _check_action_noise(space: gym.Space, sigma: Any, owner: str) -> float:
+def _check_action_noise(space: gym.Space[Any], sigma: Any, owner: str) -> float:
     """Validate an action-noise sigma for ``space`` (a probability for Discrete actions)."""
     if isinstance(space, spaces.Discrete):
         return _float_arg(owner, "sigma (a probability for Discrete actions)", sigma, high=1.0)
@@ -152,7 +156,7 @@ def _check_action_noise(space: gym.Space, sigma: Any, owner: str) -> float:
     raise PerturbationError(f"{owner}: action noise needs a Box or Discrete action space, not {space}.")
 
 
-def _noisy_action(space: gym.Space, action: Any, sigma: float, rng: np.random.Generator, *,
+def _noisy_action(space: gym.Space[Any], action: Any, sigma: float, rng: np.random.Generator, *,
                   aligned: bool = False) -> Any:
     """Box: Gaussian noise of ``sigma`` x half the range, clipped; Discrete: a random action
     with probability ``sigma``. ``aligned`` draws the same numbers at every call (a
@@ -164,9 +168,10 @@ def _noisy_action(space: gym.Space, action: Any, sigma: float, rng: np.random.Ge
         if rng.random() < sigma:
             return space.start + int(rng.integers(space.n))
         return action
-    half = (space.high - space.low) / 2.0
-    noisy = np.asarray(action) + sigma * half * rng.standard_normal(space.shape)
-    return np.clip(noisy, space.low, space.high).astype(space.dtype)
+    box = cast(spaces.Box, space)  # the action noise's check admits Box and Discrete only
+    half = (box.high - box.low) / 2.0
+    noisy = np.asarray(action) + sigma * half * rng.standard_normal(box.shape)
+    return np.clip(noisy, box.low, box.high).astype(box.dtype)
 
 
 class Perturbation(gym.utils.RecordConstructorArgs):
@@ -197,9 +202,12 @@ class Perturbation(gym.utils.RecordConstructorArgs):
         self.rng = np.random.default_rng()
         self._pinned = False
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         self._on_reset(seed)
-        return super().reset(seed=seed, options=options)  # type: ignore[misc]
+        # A mixin: super() is the gymnasium wrapper after it in the subclass's bases, which
+        # the type checker cannot see from here.
+        return super().reset(seed=seed, options=options)  # type: ignore[misc, no-any-return]
 
     def seed_perturbation(self, seed: int | np.random.SeedSequence) -> None:
         """Seed this wrapper's generator; the next ``reset`` keeps it."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -46,13 +46,14 @@ class ObservationDelay(Perturbation, gym.Wrapper):
         gym.Wrapper.__init__(self, env)
         self._queue: deque[Any] = deque(maxlen=self.steps + 1)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         obs, info = super().reset(seed=seed, options=options)
         self._queue.clear()
         self._queue.extend([held_frame(obs)] * (self.steps + 1))
         return obs, info
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._queue.append(held_frame(obs))
         return self._queue[0], reward, terminated, truncated, info
@@ -105,9 +106,10 @@ class ObservationNoise(Perturbation, gym.Wrapper):
             self.sigma * np.asarray(self.spread, dtype=np.float64).reshape(
                 env.observation_space.shape))
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        noisy = noisy_observation(obs, self.noise_std, self.rng, self.observation_space)
+        noisy = noisy_observation(obs, self.noise_std, self.rng,
+                                  cast(gym.spaces.Box, self.observation_space))  # __init__ checked
         return noisy, reward, terminated, truncated, info
 
 
@@ -129,12 +131,13 @@ class DroppedObservation(Perturbation, gym.Wrapper):
         gym.Wrapper.__init__(self, env)
         self._last: Any = None
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         obs, info = super().reset(seed=seed, options=options)
         self._last = held_frame(obs)
         return obs, info
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self.rng.random() >= self.p:
             self._last = held_frame(obs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -248,14 +248,15 @@ class Push(Perturbation, gym.Wrapper):
         self._t = 0
         self.pushes: list[tuple[int, np.ndarray]] = []
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         self._target.stop()
         self._t, self.pushes = 0, []
         obs, info = super().reset(seed=seed, options=options)
         self._target.stop()  # whatever reset left (MuJoCo's mj_resetData clears it too)
         return obs, info
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         t, pushed = self._t, self._t >= self.interval
         phase = t % self.interval
         if pushed and phase == 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, SupportsFloat
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -58,7 +58,8 @@ class _VariableRepeat(Perturbation, gym.Wrapper):
     def _next_k(self) -> int:
         raise NotImplementedError
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         self.agent_step = 0
         return super().reset(seed=seed, options=options)
 
@@ -145,7 +146,8 @@ class Scheduled(Perturbation, gym.Wrapper):
             return table[t % len(table)]
         return table[t] if t < len(table) else self._after[channel]
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         obs, info = super().reset(seed=seed, options=options)
         self._obs_rng, self._act_rng = self.rng.spawn(2)
         self.agent_step = 0
@@ -162,7 +164,7 @@ class Scheduled(Perturbation, gym.Wrapper):
         obs, total, terminated, truncated, info = hold(self.env, action, self._value("speed", t))
         if "obs_noise" in self._tables:
             obs = noisy_observation(obs, self._value("obs_noise", t), self._obs_rng,
-                                    self.observation_space)
+                                    cast(gym.spaces.Box, self.observation_space))  # __init__ checked
         self._history.append(self._history[-1] if self._value("dropped", t) else held_frame(obs))
         delay = min(self._value("delay", t), len(self._history) - 1)
         return self._history[-1 - delay], total, terminated, truncated, info
