@@ -37,7 +37,16 @@ def episode_seeds(seed: int, indices: Iterable[int]) -> np.ndarray:
     >>> episode_seeds(7, [0, 1, 5])
     array([ 7,  8, 12])
     """
-    return np.asarray([seed + i for i in indices], dtype=np.int64)
+    return np.asarray([episode_seed(seed, i) for i in indices], dtype=np.int64)
+
+
+def episode_seed(seed: int, index: int) -> int:
+    """The env reset seed of episode ``index`` (see :func:`episode_seeds`).
+
+    >>> episode_seed(7, 5)
+    12
+    """
+    return int(seed) + int(index)
 
 
 def episode_seed_sequence(seed: int, episode: int, stream: str) -> np.random.SeedSequence:

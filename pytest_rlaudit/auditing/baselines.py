@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BaselineError
-from .records import RecordError, validate
+from .records import Record, RecordError, validate
 
 __all__ = ["BASELINE_SCHEMA", "SCHEMAS", "KIND", "baseline_document", "write_baseline", "load_baseline",
            "check_writable", "machine_info"]
@@ -61,7 +61,7 @@ def machine_info() -> dict[str, Any]:
             "cpus": os.cpu_count(), "node": platform.node(), "packages": versions}
 
 
-def baseline_document(records: Iterable[dict[str, Any]], *, version: str,
+def baseline_document(records: Iterable[Record], *, version: str,
                       options: dict[str, Any], missing: Sequence[str] = (),
                       incomplete: str | None = None) -> dict[str, Any]:
     """The baseline of a run. ``missing`` lists audits that ran no result and

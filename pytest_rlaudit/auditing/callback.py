@@ -29,6 +29,7 @@ import random
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -63,7 +64,7 @@ RATING_SCORES: dict[str, float] = {**{name: len(RATINGS) - 1 - i for i, name in 
 UNMEASURABLE = (MisloadedAgentError, ReferenceScoreError)
 
 
-class RobustnessCallback(_callbacks.BaseCallback):
+class RobustnessCallback(_callbacks.BaseCallback):  # type: ignore[name-defined]
     """Audit the model being trained every ``audit_freq`` timesteps and log the results.
 
     - ``env``: a Gymnasium id, an ``EnvSpec`` or a zero-argument factory, as
@@ -270,7 +271,8 @@ def _brief(exc: Exception) -> str:
 def _outside_level() -> int:
     """The ``stacklevel`` of the first frame outside SB3 and this package: the user's
     ``learn()`` call, however deep the algorithm's own ``learn`` chain is."""
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(
             ("stable_baselines3", "sb3_contrib", "pytest_rlaudit")):
         frame, level = frame.f_back, level + 1

@@ -39,6 +39,7 @@ import numpy as np
 from .._format import fixed
 from ..stats import degradation_p_value, holm, ratio, ratio_change_ci
 from ..world.calibration import definition
+from .records import Record
 from .tolerances import Metric, Tolerance, parse_tolerance
 
 __all__ = ["Tolerance", "parse_tolerance", "Change", "Comparison", "compare_scenario",
@@ -275,6 +276,7 @@ def _judge(rows: list[_Row], tolerances: tuple[Tolerance, ...], alpha: float) ->
             down = r.current < r.baseline and p < alpha
             up = r.current > r.baseline and p < alpha
         else:
+            assert r.ratio_inputs is not None  # every ratio row has them
             bn, bp, cn, cp, bref, ref, seed = r.ratio_inputs
             ci = ratio_change_ci(bn, bp, cn, cp, base_reference=bref, reference=ref,
                                  confidence=1.0 - 2.0 * alpha / n_ratio, seed=seed)
@@ -289,8 +291,8 @@ def _judge(rows: list[_Row], tolerances: tuple[Tolerance, ...], alpha: float) ->
 
 
 def compare_records(
-    baseline: Sequence[dict[str, Any]],
-    records: Sequence[dict[str, Any]],
+    baseline: Sequence[Record],
+    records: Sequence[Record],
     tolerances: Iterable[Tolerance] = (),
     *,
     alpha: float = 0.05,
@@ -331,7 +333,7 @@ def compare_records(
     return out
 
 
-def _pairing_problem(base: dict[str, Any], rec: dict[str, Any]) -> str | None:
+def _pairing_problem(base: Record, rec: Record) -> str | None:
     if base["env"] != rec["env"]:
         return (f"the baseline ran on {base['env']}, this run on {rec['env']}; runs on "
                 "different envs cannot be paired")

@@ -282,7 +282,7 @@ def diagnose(
         "train with the scenario's wrapper: {call}")
     cause, fix = advice.cause, (advice.fix_normalized if normalized and advice.fix_normalized
                                 else advice.fix)
-    label = advice.label or getattr(scenario.perturbation, "__name__", scenario.name)
+    label = advice.label or str(getattr(scenario.perturbation, "__name__", scenario.name))
     call = _call(label, dict(scenario.params))
     name = scenario.name if schedule is None else f"{scenario.name} ({schedule.describe()})"
     pattern = f"{name} keeps {_format.share(ratio)} {share} ({rating}); {when}"

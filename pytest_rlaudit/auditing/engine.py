@@ -90,7 +90,7 @@ class Engine:
         """``compute()``, once per ``key`` in the cache."""
         if key not in self.cache:
             self.cache[key] = compute()
-        return self.cache[key]  # type: ignore[no-any-return]
+        return self.cache[key]
 
     def check(self, scenarios: Sequence[Scenario]) -> None:
         """Before any rollout: every scenario applies to the env, and the seeds fix the

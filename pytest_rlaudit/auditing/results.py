@@ -28,7 +28,7 @@ from ..rollout.runner import DEFAULT_MAX_STEPS
 from ..stats import DEFAULT_THRESHOLDS, Thresholds
 from ..world import scenarios as registry
 from ..world.envs import EnvLike
-from ..world.scenarios import NOMINAL, Scenario, ScenarioLike
+from ..world.scenarios import NOMINAL, ScenarioLike
 from .engine import Engine
 from .measure import summarise
 from .outcomes import SCHEMA_VERSION, Aggregate, AuditResult, ScenarioResult

@@ -8,10 +8,10 @@ wording, and travel as an :class:`AuditSettings` instead of being copied between
 >>> s = AuditSettings(episodes=8, seed=3)
 >>> s.episode_seeds(range(2, 4)).tolist()
 [5, 6]
->>> AuditSettings(episodes=1)
+>>> AuditSettings(episodes=1)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-pytest_rlaudit.errors.InvalidArgumentError: episodes must be >= 2 (a ratio and its interval need paired episodes), got 1
+pytest_rlaudit.errors.InvalidArgumentError: episodes must be an integer >= 2 (a ratio and ...), got 1
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from .._seeding import episode_seed
 from ..errors import RLAuditError, RolloutError
 from ..rollout.runner import run_episodes
 from ..world.agents import as_policy, env_for
@@ -262,7 +263,7 @@ def _replay(policy: Any, env: AuditEnv, scenario: Scenario, index: int, seed: in
             raise
     # The env that ran the episode: the last one reset with its seed (a reuse probe may
     # have made and reset others first).
-    ran = [f for f in made if f.reset_seed == seed + index]
+    ran = [f for f in made if f.reset_seed == episode_seed(seed, index)]
     frames = ran[-1].frames if ran else {}
     for f in made:
         f.close()
@@ -327,7 +328,7 @@ def _capture(agent: Any, env: EnvLike, scenario: Scenario, record: Mapping[str, 
         got, trace, _ = _replay(policy, spec, chosen, index, seed, frozenset(), max_height)
         if not _same(got, recorded):
             raise VideoUnavailable(
-                f"the replay of episode {index} (env seed {seed + index}) under "
+                f"the replay of episode {index} (env seed {episode_seed(seed, index)}) under "
                 f"{chosen.name!r} returned {got:g}, not the recorded {recorded:g}: the agent "
                 "or the env is not deterministic given the seed (or changed since the audit, "
                 "as an agent a test trains further), so a video could show another episode")
@@ -345,5 +346,5 @@ def _capture(agent: Any, env: EnvLike, scenario: Scenario, record: Mapping[str, 
             raise VideoUnavailable(f"the filmed replay of episode {index} under {chosen.name!r} "
                                    "differs from the first: the env's rendering changes it")
         sides.append(tuple(frames[min(t, length)] for t in steps))
-    return Clip(scenario.name, index, seed + index, None if parted is None else int(parted),
+    return Clip(scenario.name, index, episode_seed(seed, index), None if parted is None else int(parted),
                 steps, sides[0], sides[1], lengths, (pairs[0][1], pairs[1][1]))

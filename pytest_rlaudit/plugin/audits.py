@@ -21,13 +21,13 @@ import pytest
 from .options import Settings
 
 if TYPE_CHECKING:
-    from ..auditing.records import Gate
+    from ..auditing.records import Gate, Record
     from ..auditing.settings import AuditSettings
     from ..world.scenarios import Scenario
 
 __all__ = ["ItemAudits", "RECORD_KEY", "SAME_AS_KEY"]
 
-RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+RECORD_KEY: pytest.StashKey[Record] = pytest.StashKey()
 SAME_AS_KEY = pytest.StashKey[str]()  # the item whose error this item's repeats
 
 

@@ -84,13 +84,14 @@ def warn_if_overridden(settings: Any, warned: set[str], fixturedef: Any, outcome
     except BaseException:  # the fixture failed: pytest reports that
         return
     warned.add(name)
+    import contextlib
     import inspect
     import warnings
 
-    try:
-        where = f"{inspect.getsourcefile(func)}:{inspect.getsourcelines(func)[1]}"
-    except (TypeError, OSError):
-        where = getattr(func, "__qualname__", "a fixture of the repo's own")
+    where = getattr(func, "__qualname__", "a fixture of the repo's own")
+    if func is not None:
+        with contextlib.suppress(TypeError, OSError):
+            where = f"{inspect.getsourcefile(func)}:{inspect.getsourcelines(func)[1]}"
     flag = "--" + name.replace("_", "-")
     warnings.warn(pytest.PytestConfigWarning(
         f"{flag} {given} is not used: the {name} fixture at {where} overrides it, and the "

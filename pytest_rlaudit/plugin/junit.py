@@ -9,11 +9,14 @@ Properties are strings (``rl.scenario``, ``rl.ratio``, ..., ``rl.nominal_mean`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._format import diagnosis_sentence
+
+if TYPE_CHECKING:
+    from ..auditing.records import Record
 
 __all__ = ["properties", "add_suite_properties"]
 
@@ -26,10 +29,10 @@ def _writer(config: pytest.Config) -> Any:
     return config.stash.get(xml_key, None)
 
 
-def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
+def properties(record: Record) -> list[tuple[str, object]]:
     from ..reports.rows import nominal_mean  # light, but only once an audit has run
 
-    d = record["diagnosis"]
+    d, schedule = record["diagnosis"], record.get("schedule")
     return [
         ("rl.scenario", record["scenario"]),
         ("rl.ratio", f"{record['ratio']:.6f}"),
@@ -41,9 +44,9 @@ def properties(record: dict[str, Any]) -> list[tuple[str, str]]:
         ("rl.p_value", "" if record["p_value"] is None else f"{record['p_value']:.6g}"),
         ("rl.episodes", str(record["episodes"])),
         ("rl.diagnosis", "" if d is None else diagnosis_sentence(**d)),
-    ] + ([] if not record.get("schedule") else [
-        ("rl.schedule", record["schedule"]["description"]),
-        ("rl.schedule_repr", record["schedule"]["repr"]),
+    ] + ([] if not schedule else [
+        ("rl.schedule", schedule["description"]),
+        ("rl.schedule_repr", schedule["repr"]),
     ]) + _tolerance_properties(record.get("tolerance"))
 
 
@@ -57,7 +60,7 @@ def _tolerance_properties(curve: dict[str, Any] | None) -> list[tuple[str, str]]
             for key in ("tolerated", "breaks_at")]
 
 
-def add_suite_properties(config: pytest.Config, records: Sequence[dict[str, Any]],
+def add_suite_properties(config: pytest.Config, records: Sequence[Record],
                          comparison: Any) -> None:
     """``rl.deployment`` and ``rl.stress`` (per agent and env when several), and
     ``rl.compare`` with a baseline; nothing without ``--junitxml`` or records."""

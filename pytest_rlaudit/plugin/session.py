@@ -14,7 +14,7 @@ Loading it imports nothing heavy; the engine is imported when an audit first run
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,10 +28,14 @@ from .rootdir import audit_nodeid
 from .terminal import write_lines
 from .xdist import is_worker
 
+if TYPE_CHECKING:
+    from ..auditing.records import Record
+    from .baselines import BaselineGate
+
 __all__ = ["AuditSession", "RECORD_KEY"]
 
 CHECKS_KEY = pytest.StashKey[list[Any]]()
-PROPERTIES_KEY = pytest.StashKey[list[tuple[str, str]]]()  # the JUnit properties we added
+PROPERTIES_KEY = pytest.StashKey[list[tuple[str, object]]]()  # the JUnit properties we added
 
 
 class AuditSession:
@@ -42,7 +46,7 @@ class AuditSession:
         self.settings = Settings.read(config)
         self.enabled = bool(self.settings.audit)
         self.audits = ItemAudits(config, self.settings)  # what the items ask to be audited
-        self.records: list[dict[str, Any]] = []
+        self.records: list[Record] = []
         self.report_paths: list[Any] = []
         # definition order (collection order before any plugin reorders): rows follow it,
         # on any worker, under pytest-randomly's shuffles too
@@ -134,9 +138,10 @@ class AuditSession:
         """A new attempt at the test (pytest-rerunfailures runs the same item again): an
         earlier attempt's record and JUnit properties must not stick to one that may run
         no audit."""
-        for key in (RECORD_KEY, CHECKS_KEY):
-            if key in item.stash:
-                del item.stash[key]
+        if RECORD_KEY in item.stash:
+            del item.stash[RECORD_KEY]
+        if CHECKS_KEY in item.stash:
+            del item.stash[CHECKS_KEY]
         added = item.stash.get(PROPERTIES_KEY, [])
         item.user_properties[:] = [p for p in item.user_properties
                                    if not any(p is q for q in added)]
@@ -150,7 +155,7 @@ class AuditSession:
             if record is None and checks:
                 failed = call.excinfo is not None
                 record = captured_record(item, checks, failed=failed)
-                if self.settings.videos and not record["passed"]:
+                if self.settings.videos and self.settings.report and not record["passed"]:
                     # after the test, here (an xdist worker too): the check the record
                     # reports, replayed from what it kept
                     from .videos import film_check
@@ -159,8 +164,9 @@ class AuditSession:
                                                  chosen_check(checks, failed))
             if record is not None:  # before the report exists: JUnit reads user_properties
                 record["order"] = self.order.get(item.nodeid, len(self.order))
-                item.stash[PROPERTIES_KEY] = junit.properties(record)
-                item.user_properties.extend(item.stash[PROPERTIES_KEY])
+                properties = junit.properties(record)
+                item.stash[PROPERTIES_KEY] = properties
+                item.user_properties.extend(properties)
         if checks is not None:  # they hold the agents they ran: not for the whole run
             del item.stash[CHECKS_KEY]
         outcome = yield
@@ -261,7 +267,8 @@ class AuditSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if is_worker(self.config):
             return
-        gate = self.config.pluginmanager.get_plugin("rlaudit-baselines")
+        gate: BaselineGate | None = self.config.pluginmanager.get_plugin("rlaudit-baselines")
+        assert gate is not None  # registered beside the session
         if self.settings.report:  # always: a CI artifact step expects the folder
             with guarded(self, f"writing the report to {self.settings.report}", session):
                 from .. import __version__
@@ -278,7 +285,7 @@ class AuditSession:
             junit.add_suite_properties(self.config, self.records, gate.comparison)
 
 
-def captured_record(item: pytest.Item, checks: list[Any], failed: bool) -> dict[str, Any]:
+def captured_record(item: pytest.Item, checks: list[Any], failed: bool) -> Record:
     """The record of a test that called ``assert_robust`` (or ``check_robust``) itself:
     when it failed, its last failing check (for a hypothesis test, the minimal example,
     which hypothesis replays last); otherwise its worst check (the closest call)."""

@@ -14,7 +14,10 @@ test, from what the check keeps for its replay (:func:`film_check`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..auditing.records import Record
 
 __all__ = ["film", "film_check", "NOT_FILMED"]
 
@@ -24,7 +27,7 @@ NOT_FILMED = ("this check holds its numbers but not the agent, env and scenario 
               "needs (a check that was pickled or deep-copied keeps only its numbers)")
 
 
-def film(report: str, record: dict[str, Any], policy: Any, env: Any,
+def film(report: str, record: Record, policy: Any, env: Any,
          scenario: Any) -> dict[str, Any]:
     """The ``video`` field of ``record`` (a failing audit of ``scenario`` for ``policy`` on
     ``env``), its GIF written into ``report``/videos/; ``{"skipped": why}`` when it cannot
@@ -43,7 +46,7 @@ def film(report: str, record: dict[str, Any], policy: Any, env: Any,
     return clip.field(f"videos/{name}")
 
 
-def film_check(report: str, record: dict[str, Any], check: Any) -> dict[str, Any]:
+def film_check(report: str, record: Record, check: Any) -> dict[str, Any]:
     """The ``video`` field of ``record``, the record of ``check`` (a failing
     :class:`~pytest_rlaudit.verdicts.assertions.RobustnessCheck` a test made itself),
     filmed from what the check keeps for its replay; ``{"skipped": why}`` when it cannot

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._format import clip, fixed
+from ..auditing.records import Record
 from .rows import score_text
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def pyplot() -> Any | None:
     return plt
 
 
-def pairs(doc: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def pairs(doc: dict[str, Any]) -> list[tuple[dict[str, Any], list[Record]]]:
     """Each (agent, env) aggregate of ``doc`` with its records, in the aggregates' order.
 
     >>> doc = {"results": [{"agent": "PPO", "env": "E", "scenario": "jitter"}],
@@ -69,7 +70,7 @@ def pair_title(agg: dict[str, Any], sep: str = ": ") -> str:
     return f"{agg['agent']} on {agg['env']}" + (sep + "; ".join(parts) if parts else "")
 
 
-def ratio_range(records: Sequence[dict[str, Any]]) -> tuple[float, float]:
+def ratio_range(records: Sequence[Record]) -> tuple[float, float]:
     """The x range of forest plots: 0 to 1.1 and every interval, within -1 to 2 (a ratio
     beyond is drawn at the edge: the tables carry the number)."""
     low = min([0.0, *(r["ci_low"] for r in records)]) - 0.05
@@ -87,14 +88,14 @@ def _panel_title(agg: dict[str, Any]) -> str:
     return _text(pair_title(agg, "\n"), 200)
 
 
-def _labels(records: Sequence[dict[str, Any]]) -> list[str]:
+def _labels(records: Sequence[Record]) -> list[str]:
     """Scenario names; a name audited by several tests gets the test's name too."""
     names = [r["scenario"] for r in records]
     return [_text(n if names.count(n) == 1 else f"{n} [{r['nodeid'].split('::')[-1]}]")
             for n, r in zip(names, records, strict=True)]
 
 
-def forest_figure(plt: Any, panels: Sequence[tuple[str, Sequence[dict[str, Any]]]],
+def forest_figure(plt: Any, panels: Sequence[tuple[str, Sequence[Record]]],
                   xlim: tuple[float, float]) -> Any:
     """One horizontal forest plot per (title, records) panel, stacked, on the shared x range
     ``xlim``: a row per record (its ratio, its interval as whiskers, a hollow dot when it
@@ -131,7 +132,7 @@ def forest_figure(plt: Any, panels: Sequence[tuple[str, Sequence[dict[str, Any]]
     return fig
 
 
-def _forest(ax: Any, records: Sequence[dict[str, Any]], xlim: tuple[float, float]) -> None:
+def _forest(ax: Any, records: Sequence[Record], xlim: tuple[float, float]) -> None:
     from .rows import gated
 
     lo, hi = xlim
@@ -166,7 +167,7 @@ def _forest(ax: Any, records: Sequence[dict[str, Any]], xlim: tuple[float, float
     ax.tick_params(axis="y", length=0)
 
 
-def paired_figure(plt: Any, rec: dict[str, Any]) -> Any:
+def paired_figure(plt: Any, rec: Record) -> Any:
     """Each episode's perturbed return against its nominal twin (same seed), with the
     diagonal where the perturbation changed nothing.
 
@@ -195,7 +196,7 @@ def paired_figure(plt: Any, rec: dict[str, Any]) -> Any:
     return fig
 
 
-def tolerance_figure(plt: Any, records: list[dict[str, Any]]) -> Any:
+def tolerance_figure(plt: Any, records: list[Record]) -> Any:
     """One small panel per curve: the ratio and its interval at each tested value, the
     line at min_ratio, the first breaking value (red band) and the scenario's own value
     (dotted) marked. Panels do not share an axis: each curve varies its own parameter."""
@@ -206,6 +207,7 @@ def tolerance_figure(plt: Any, records: list[dict[str, Any]]) -> Any:
     fig, axes = plt.subplots(rows, columns, figsize=(3.4 * columns, 2.6 * rows), squeeze=False)
     for ax, rec in zip(axes.flat, records, strict=False):
         t = rec["tolerance"]
+        assert t is not None  # the records of tolerance curves only
         values = [p[0] for p in t["curve"]]
         ratios = [p[1] for p in t["curve"]]
         x = list(range(len(values)))  # evenly spaced: ladders grow roughly geometrically

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._format import fixed, interval, p_value
+from ..auditing.records import Gate, Record
 from ..stats.ratings import INCONCLUSIVE
 from .badges import badge, badge_value
 from .chart import (
@@ -175,7 +176,7 @@ def _problems(doc: dict[str, Any]) -> list[str]:
     return out + ([f"<h2>Problems</h2><ul>{''.join(items)}</ul>"] if items else [])
 
 
-def _pair(anchor: str, agg: dict[str, Any], records: list[dict[str, Any]],
+def _pair(anchor: str, agg: dict[str, Any], records: list[Record],
           xlim: tuple[float, float], plt: Any, directory: Path) -> str:
     """One agent on one env: scores, forest plot, table, then each scenario."""
     scores = "; ".join(f"{cat}: worst {_e(score_text(agg[cat]))} "
@@ -215,7 +216,7 @@ def _pair(anchor: str, agg: dict[str, Any], records: list[dict[str, Any]],
     return "\n".join([*out, "</section>"])
 
 
-def _scenario(anchor: str, rec: dict[str, Any], plt: Any, directory: Path) -> str:
+def _scenario(anchor: str, rec: Record, plt: Any, directory: Path) -> str:
     """One record: its numbers, diagnosis, paired returns, tolerance curve and video."""
     gate = rec.get("gate")
     verdict = ("gated" + (f" ({'passed' if rec.get('passed') else 'failed'})"
@@ -231,9 +232,10 @@ def _scenario(anchor: str, rec: dict[str, Any], plt: Any, directory: Path) -> st
            f"{_e(rec.get('category', '?'))}, {verdict}"
            + (f" by {_e(_gate_text(gate))}" if gate else "")
            + f"; test <code>{_e(rec['nodeid'])}</code></p>"]
-    if rec.get("schedule"):
-        out.append(f"<p>Schedule: {_e(rec['schedule'].get('description', ''))} "
-                   f"<code>{_e(rec['schedule'].get('repr', ''))}</code></p>")
+    schedule = rec.get("schedule")
+    if schedule:
+        out.append(f"<p>Schedule: {_e(schedule.get('description', ''))} "
+                   f"<code>{_e(schedule.get('repr', ''))}</code></p>")
     d = rec.get("diagnosis")
     diagnosis = "" if not d else (
         f"<dl class=\"diagnosis\"><dt>Pattern</dt><dd>{_e(d['pattern'])}</dd>"
@@ -251,25 +253,26 @@ def _scenario(anchor: str, rec: dict[str, Any], plt: Any, directory: Path) -> st
                _svg(tolerance_figure(plt, [rec]), anchor + "-tolerance"))
         figures.append(f"<figure>{svg}<figcaption>Tolerance curve: {_e(sentence)} "
                        f"({_e(points)}).</figcaption></figure>")
-    if rec.get("video"):
-        figures.append(_video(rec["video"], directory))
+    video = rec.get("video")
+    if video:
+        figures.append(_video(video, directory))
     out += ['<div class="figures">', *figures, "</div></div></section>"]
     return "\n".join(out)
 
 
-def _gate_text(gate: dict[str, Any]) -> str:
+def _gate_text(gate: Gate) -> str:
     parts = [f"min ratio {gate['min_ratio']}" if gate.get("min_ratio") is not None else "",
              f"min rating {gate['min_rating']}" if gate.get("min_rating") else "",
              f"mode {gate['mode']}" if gate.get("mode") else ""]
     return ", ".join(p for p in parts if p)
 
 
-def _returns_table(rec: dict[str, Any]) -> str:
+def _returns_table(rec: Record) -> str:
     """The paired returns as numbers, folded away."""
     returns, nominal = rec.get("returns") or [], rec.get("nominal_returns") or []
     if not returns or len(nominal) != len(returns):
         return ""
-    seeds = rec.get("seeds") or ["?"] * len(returns)
+    seeds: list[int] | list[str] = rec.get("seeds") or ["?"] * len(returns)
     rows = "".join(f'<tr><td class="num">{_e(s)}</td><td class="num">{n:.1f}</td>'
                    f'<td class="num">{r:.1f}</td></tr>'
                    for s, n, r in zip(seeds, nominal, returns, strict=False))

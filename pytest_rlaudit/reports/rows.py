@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._format import fixed, interval, p_value, short_fix
+from ..auditing.records import Record
 
 __all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows", "tolerance_text",
            "mix_fix", "nominal_mean", "reference_text", "baseline_text", "agg_reference",
            "agg_baseline", "score_text"]
 
 
-def order_key(rec: dict[str, Any]) -> tuple[int, str, str, str, str]:
+def order_key(rec: Record) -> tuple[int, str, str, str, str]:
     """Where the test is defined (``order``: collection order before any plugin such as
     pytest-randomly reorders it, the same on every xdist worker and for every seed), then
     the record's identity: never the order in which the tests happened to run."""
@@ -28,19 +29,19 @@ def order_key(rec: dict[str, Any]) -> tuple[int, str, str, str, str]:
             rec.get("scenario", ""))
 
 
-def short_diagnosis(rec: dict[str, Any]) -> str:
+def short_diagnosis(rec: Record) -> str:
     """The first clause of the fix ("train with Jitter(env, base=2, jitter=1)"), or ''."""
     diagnosis = rec.get("diagnosis")
     return short_fix(diagnosis["fix"]) if diagnosis else ""
 
 
-def gated(rec: dict[str, Any]) -> bool:
+def gated(rec: Record) -> bool:
     """Whether the record's verdict counted (stress scenarios are reported ungated unless
     --rl-fail-stress or a marker gates them). Records without the key count."""
     return "gate" not in rec or rec["gate"] is not None
 
 
-def rating_cell(rec: dict[str, Any], badges: dict[str, str] | None = None) -> str:
+def rating_cell(rec: Record, badges: dict[str, str] | None = None) -> str:
     """The rating as a table shows it, saying "not gated" for a row that gated nothing."""
     rating = rec["rating"]
     if not gated(rec):
@@ -48,13 +49,13 @@ def rating_cell(rec: dict[str, Any], badges: dict[str, str] | None = None) -> st
     return badges[rating] if badges else rating
 
 
-def nominal_mean(rec: dict[str, Any]) -> float:
+def nominal_mean(rec: Record) -> float:
     """The mean nominal return of the record's episodes: what its ratio is a ratio of."""
     returns = rec.get("nominal_returns") or []
     return sum(returns) / len(returns) if returns else float("nan")
 
 
-def reference_text(rec: dict[str, Any]) -> str:
+def reference_text(rec: Record) -> str:
     """The reference score a ratio is measured from, saying when it is random actions'
     mean on the same seeds: "-1206.3 (random)", "0.0".
 
@@ -65,7 +66,7 @@ def reference_text(rec: dict[str, Any]) -> str:
     return f"{score} (random)" if rec.get("reference") == "random" else score
 
 
-def baseline_text(rec: dict[str, Any]) -> str:
+def baseline_text(rec: Record) -> str:
     """What a record's ratios are ratios of, in one phrase: "nominal 500.0 over 30
     episodes, reference 0.0".
 
@@ -106,7 +107,7 @@ def agg_baseline(agg: dict[str, Any]) -> str:
             f"{agg.get('episodes', '?')} episodes, reference {agg_reference(agg)}")
 
 
-def table_rows(records: Sequence[dict[str, Any]]) -> list[tuple[list[str], str]]:
+def table_rows(records: Sequence[Record]) -> list[tuple[list[str], str]]:
     """Terminal rows (cells, rating): a header, then one row per record. ``n``: paired
     episodes; ``nominal``: their mean nominal return; ``ref``: the reference score."""
     level = records[0].get("confidence", 0.95) if records else 0.95
@@ -121,7 +122,7 @@ def table_rows(records: Sequence[dict[str, Any]]) -> list[tuple[list[str], str]]
     return rows
 
 
-def tolerance_text(rec: dict[str, Any]) -> tuple[str, str]:
+def tolerance_text(rec: Record) -> tuple[str, str]:
     """A tolerance curve's sentence and its points, as every report shows them:
     ("delay: tolerates 1 step, breaks at 2", "ratio by steps: 1 1.000, 2 0.100").
 
@@ -133,12 +134,13 @@ def tolerance_text(rec: dict[str, Any]) -> tuple[str, str]:
     from ..auditing.ladders import tolerance_sentence, value_text  # standard library only
 
     t = rec["tolerance"]
+    assert t is not None  # the records of tolerance curves only
     points = ", ".join(f"{value_text(v)} {fixed(r)}" for v, r, _, _ in t["curve"])
     return (tolerance_sentence(rec["scenario"], t["param"], t["tolerated"], t["breaks_at"]),
             f"ratio by {t['param']}: {points}")
 
 
-def mix_fix(records: Sequence[dict[str, Any]]) -> str | None:
+def mix_fix(records: Sequence[Record]) -> str | None:
     """The one line that trains an agent under every scenario that broke it (rated FAIL or
     DEGRADED), gated or not, as its records ran them, with the nominal env kept in the
     mix; None when none broke it or none can be mixed by name (``mixable``).

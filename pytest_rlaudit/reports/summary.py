@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..auditing.records import Record
 from ..stats.ratings import INCONCLUSIVE
 from .badges import badges
 from .chart import chart
@@ -41,14 +42,14 @@ def _rate(value: float, thresholds: dict[str, float]) -> str:
                                     degraded=thresholds["degraded"]))
 
 
-def aggregates(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def aggregates(records: Iterable[Record]) -> list[dict[str, Any]]:
     """Per (agent, env): what its ratios are ratios of (``nominal``: the mean nominal
     return over ``episodes``, the most any of its records ran, and ``reference``: the
     reference score, ``reference_kind`` "random" or "number"); ``inconclusive``: why its
     scenarios could not be rated, or None; the deployment and stress scores (min ratio)
     and their ratings (INCONCLUSIVE when any scored scenario is), and ``mix``: the
     ScenarioMix line that trains under what broke it (or None)."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[Record]] = {}
     for rec in records:
         groups.setdefault((rec["agent"], rec["env"]), []).append(rec)
     out = []
@@ -77,7 +78,7 @@ def aggregates(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def summary(records: Iterable[dict[str, Any]], *, version: str,
+def summary(records: Iterable[Record], *, version: str,
             extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The summary.json document: versioned, records in collection order."""
     ordered = sorted(records, key=order_key)

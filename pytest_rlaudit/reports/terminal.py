@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._format import fixed, interval
+from ..auditing.records import Record
 from .rows import agg_baseline, baseline_text, gated, order_key, rating_cell, table_rows, tolerance_text
 from .summary import aggregates
 
@@ -27,13 +28,13 @@ __all__ = ["Line", "audit_section", "comparison_section", "diagnosis_text", "pro
 Line = list[tuple[str, str]]
 
 
-def progress_line(rec: dict[str, Any]) -> Line:
+def progress_line(rec: Record) -> Line:
     """The ``-v`` line printed as each audit finishes."""
     return [(f"    rl audit: {rec['agent']} / {rec['scenario']}: ratio {fixed(rec['ratio'])} "
              f"({interval(rec['ci_low'], rec['ci_high'])}) {rec['rating']}", rec["rating"])]
 
 
-def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str, str]] = (),
+def audit_section(records: Sequence[Record], *, lost: Sequence[dict[str, str]] = (),
                   errors: Sequence[dict[str, Any]] = ()) -> list[Line]:
     """The "rl audit" section: lost and errored audits, the table, the schedules that
     broke an agent, a line per tolerance curve, and each agent's deployment and stress
@@ -50,14 +51,15 @@ def audit_section(records: Sequence[dict[str, Any]], *, lost: Sequence[dict[str,
         text = "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
         lines.append([(f"{text}  {cells[-1]}".rstrip(), rated or "bold")])
     for rec in sorted(records, key=order_key):
-        if rec.get("schedule") and not (rec["passed"] and rec["rating"] == "PASS"):
+        schedule = rec.get("schedule")
+        if schedule and not (rec["passed"] and rec["rating"] == "PASS"):
             what = ("smallest failing schedule" if not rec["passed"] and rec.get("hypothesis")
                     else "schedule")
             verb = {"FAIL": "breaks", "DEGRADED": "breaks", "MILD": "degrades",
                     "INCONCLUSIVE": "cannot be rated"}.get(rec["rating"], "holds")
             lines.append([(f"{rec['nodeid']}: {what}: {verb} when "
-                           f"{rec['schedule']['description']} (ratio {fixed(rec['ratio'])}, "
-                           f"{rec['rating']}): {rec['schedule']['repr']}", rec["rating"])])
+                           f"{schedule['description']} (ratio {fixed(rec['ratio'])}, "
+                           f"{rec['rating']}): {schedule['repr']}", rec["rating"])])
     for rec in sorted(records, key=order_key):
         if rec.get("tolerance"):
             sentence, points = tolerance_text(rec)
@@ -121,7 +123,7 @@ def comparison_section(comparison: Any, baseline: dict[str, Any], path: str,
     return lines
 
 
-def scenario_line(rec: dict[str, Any]) -> str:
+def scenario_line(rec: Record) -> str:
     """One audit in a line: ``PPO on CartPole-v1, scenario spike: ratio 0.434 (0.310 to
     0.560), FAIL (not gated); nominal 500.0 over 30 episodes, reference 0.0``; the "rl
     audit" section of a passed test's report (what pytest-html and ``-rP`` show) and the
@@ -131,8 +133,9 @@ def scenario_line(rec: dict[str, Any]) -> str:
             f"{rating_cell(rec)}; {baseline_text(rec)}")
 
 
-def diagnosis_text(rec: dict[str, Any]) -> str:
+def diagnosis_text(rec: Record) -> str:
     """The "rl audit diagnosis" section of a failed audit: what broke, why, what to do."""
     d = rec["diagnosis"]
+    assert d is not None  # the section of a diagnosed record only
     return (f"{scenario_line(rec)}\n"
             f"what broke:   {d['pattern']}\nlikely cause: {d['cause']}\nfix:          {d['fix']}\n")

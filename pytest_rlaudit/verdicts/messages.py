@@ -34,8 +34,9 @@ def failure_message(result: ScenarioResult, failed: list[tuple[Verdict, str | No
     seeds = result.seeds
     numbers = f"ratio {fixed(result.ratio)} ({confidence * 100:.4g}% CI {interval(lo, hi)})"
     schedule = result.params.get("schedule")
-    timeline = hasattr(schedule, "describe")
-    where = f"when {schedule.describe()}" if timeline else f"under {result.name}"
+    timeline = schedule is not None and hasattr(schedule, "describe")
+    where = f"when {schedule.describe()}" if schedule is not None and timeline else (
+        f"under {result.name}")
     d = result.diagnosis
     if result.rating == INCONCLUSIVE and d is not None:  # the numbers are noise: say why
         lines = [f"{INCONCLUSIVE} {where}: {d.pattern}", f"  measured anyway: {numbers}"]
