@@ -339,7 +339,8 @@ def training_state_kept(model: Any) -> Iterator[None]:
     python_state, numpy_state = random.getstate(), np.random.get_state()
     modules = getattr(model, "policy", model).modules()
     modes = [(m, m.training) for m in modules]
-    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    initialized = torch.cuda.is_initialized()  # type: ignore[no-untyped-call]
+    cuda = list(range(torch.cuda.device_count())) if initialized else []
     try:
         with torch.random.fork_rng(devices=cuda):
             yield

@@ -90,7 +90,8 @@ class Engine:
         """``compute()``, once per ``key`` in the cache."""
         if key not in self.cache:
             self.cache[key] = compute()
-        return self.cache[key]
+        kept: T = self.cache[key]
+        return kept
 
     def check(self, scenarios: Sequence[Scenario]) -> None:
         """Before any rollout: every scenario applies to the env, and the seeds fix the

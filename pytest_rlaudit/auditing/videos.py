@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -144,7 +144,8 @@ def shrink(frame: np.ndarray, max_height: int = MAX_HEIGHT) -> np.ndarray:
     for i in range(factor):  # factor**2 strided adds: a few times faster than a mean over axes
         for j in range(factor):
             total += frame[i:h * factor:factor, j:w * factor:factor]
-    return ((total + cells // 2) // cells).astype(np.uint8)
+    mean: np.ndarray = ((total + cells // 2) // cells).astype(np.uint8)
+    return mean
 
 
 def _rgb(frame: Any, name: str) -> np.ndarray:
@@ -177,13 +178,14 @@ class _Frames(gym.Wrapper):
         self.reset_seed: int | None = None
         made.append(self)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         out = self.env.reset(seed=seed, options=options)
         self.frames, self.t, self.reset_seed = {}, 0, seed
         self._grab()
         return out
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         out = self.env.step(action)
         self.t += 1
         self._grab()

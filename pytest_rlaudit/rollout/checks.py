@@ -59,7 +59,7 @@ def where(scenario: str, episode: int, seed: int, step: int) -> str:
     return f"scenario {scenario!r}, episode {episode} (env seed {seed + episode}), agent step {step}"
 
 
-def check_observation_space(space: spaces.Space, env: str) -> None:
+def check_observation_space(space: spaces.Space[Any], env: str) -> None:
     """Raise an :class:`EnvContractError` unless the runner can batch observations of
     ``space``: a Box, Discrete, MultiDiscrete or MultiBinary space, or a Dict of them.
 
@@ -94,7 +94,7 @@ class ObservationContract:
     The space must be one the runner batches (:func:`check_observation_space`).
     """
 
-    def __init__(self, space: spaces.Space, env: str) -> None:
+    def __init__(self, space: spaces.Space[Any], env: str) -> None:
         check_observation_space(space, env)
         self.space = space
         self.env = env
@@ -131,7 +131,7 @@ class ObservationContract:
         for key, part in cast(spaces.Dict, self.space).spaces.items():  # keys: a Dict's
             self._check_part(obs[key], key, part, at)
 
-    def _check_part(self, obs: Any, key: Any, space: spaces.Space, at: At) -> None:
+    def _check_part(self, obs: Any, key: Any, space: spaces.Space[Any], at: At) -> None:
         shape, limits = self.parts[key]
         value = np.asarray(obs)
         what = f"an observation ({key!r} of it)" if key is not None else "an observation"
@@ -208,7 +208,7 @@ def unpacks_old_api(exc: BaseException) -> bool:
     return isinstance(exc, ValueError) and "(expected 5, got 4)" in str(exc)
 
 
-def _limits(space: spaces.Space) -> tuple[np.ndarray, np.ndarray] | None:
+def _limits(space: spaces.Space[Any]) -> tuple[np.ndarray, np.ndarray] | None:
     """A Box's bounds widened by :data:`BOUNDS_SLACK` widths, -inf/+inf where a bound is
     infinite (not held); None for other spaces or a Box without a finite pair."""
     if not isinstance(space, spaces.Box):
@@ -262,7 +262,7 @@ def all_finite(batch: Any) -> bool:
 class ActionChecker:
     """Vectorised validation of a batch of actions against the env's action space."""
 
-    def __init__(self, space: spaces.Space) -> None:
+    def __init__(self, space: spaces.Space[Any]) -> None:
         self.space = space
         if isinstance(space, spaces.Discrete):
             self.kind = "discrete"

@@ -18,7 +18,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from functools import partial
-from typing import cast
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -56,7 +56,7 @@ LOCAL_SHARE = {1: 1.0, 2: 0.85}
 #: the envs a worker steps meanwhile.
 PHASE_ROWS = 16
 
-Spaces = tuple[gym.Space, gym.Space]  # an env's observation and action spaces
+Spaces = tuple[gym.Space[Any], gym.Space[Any]]  # an env's observation and action spaces
 
 
 def episode_indices(episodes: int | Sequence[int]) -> list[int]:

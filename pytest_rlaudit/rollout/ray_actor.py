@@ -109,7 +109,7 @@ def portable(exc: BaseException) -> BaseException | None:
     import ray
 
     try:
-        ray.cloudpickle.loads(ray.cloudpickle.dumps(exc))
+        ray.cloudpickle.loads(ray.cloudpickle.dumps(exc))  # type: ignore[no-untyped-call]
     except Exception:
         return None
     return exc

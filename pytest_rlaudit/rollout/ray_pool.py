@@ -46,7 +46,7 @@ from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.scenarios import Scenario
 from .batches import EpisodeBatch
-from .deadline import GRACE, Expired, current
+from .deadline import GRACE, Deadline, Expired, current
 from .pool import run_pool
 from .ray_actor import ShardActor, raise_failures
 from .ray_connect import init
@@ -190,7 +190,8 @@ def _get_by(ray: Any, refs: list[Any]) -> list[Any]:
     latest (:class:`Expired`)."""
     bound = current()
     if bound is None:
-        return ray.get(refs)
+        got: list[Any] = ray.get(refs)
+        return got
     try:
         with bound.hold():
             out = ray.get(refs, timeout=max(0.0, bound.left() + GRACE))
@@ -199,7 +200,8 @@ def _get_by(ray: Any, refs: list[Any]) -> list[Any]:
     if out is None or bound.passed():
         raise bound.expire().locate(None, None, None, "while the Ray actors loaded the agent, "
                                     "env and scenarios (they did not answer in time)")
-    return out
+    results: list[Any] = out
+    return results
 
 
 def _dispatch(ray: Any, actors: list[Any], call: int, shards: list[list[int]],
@@ -241,7 +243,7 @@ def _dispatch(ray: Any, actors: list[Any], call: int, shards: list[list[int]],
     return out
 
 
-def _late(bound: Any, running: list[list[int]], names: list[str]) -> Expired:
+def _late(bound: Deadline, running: list[list[int]], names: list[str]) -> Expired:
     """The deadline passed while Ray actors ran the shards ``running``: where they were."""
     if not running:
         return bound.expire().locate(None, None, None, "waiting for the Ray actors' results")

@@ -28,7 +28,7 @@ is :func:`~.driver.drive`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import Any
 
@@ -112,7 +112,7 @@ def run_episodes(
     return {s.name: out[s.name] for s in scenarios}
 
 
-def _pool(workers: int | str | None, backend: str) -> Any:
+def _pool(workers: int | str | None, backend: str) -> Callable[..., dict[str, EpisodeBatch]]:
     """The function that runs one pool of slots, for ``backend`` and ``workers``."""
     check_backend(backend)
     if backend == "ray":
@@ -142,4 +142,4 @@ def check_backend(backend: Any) -> str:
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
-    return backend
+    return str(backend)

@@ -93,13 +93,13 @@ class _StepCounter(gym.Wrapper):
         self.contract = contract
         self.at: tuple[str, int, int] = ("", 0, 0)
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> Any:
         self.rewards = []
         result = self.env.reset(**kwargs)
         self.contract.check_reset(result, lambda: f"at the reset of {self._episode()}")
         return result
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> Any:
         result = self.env.step(action)
         rewards = self.rewards
         rewards.append(result[1])
@@ -161,7 +161,7 @@ class SlotGroup:
 
     def __init__(self, env: AuditEnv, scenarios: Sequence[Scenario], indices: Sequence[int], *,
                  seed: int, max_steps: int, slots: int, reuse: bool = True,
-                 spaces: tuple[gym.Space, gym.Space] | None = None,
+                 spaces: tuple[gym.Space[Any], gym.Space[Any]] | None = None,
                  policy: Policy | None = None) -> None:
         self.audit_env = env
         self.scenarios = list(scenarios)

@@ -127,7 +127,8 @@ class Failure:
             self.payload = pickle.dumps(RolloutError(f"{type(exc).__name__}: {exc}"))
 
     def exception(self) -> BaseException:
-        return pickle.loads(self.payload)
+        exc: BaseException = pickle.loads(self.payload)
+        return exc
 
 
 class _Waiter:
@@ -251,7 +252,8 @@ class WorkerProcess:
             raise died(self.process) from None
         if isinstance(message, Failure):
             raise message.exception()
-        return message
+        reply: Reply = message
+        return reply
 
     def _receive_by(self, part: int) -> Any:
         """The next message, waiting at most until :data:`GRACE` seconds past the deadline
