@@ -89,7 +89,7 @@ class Driver:
         self.rows_chosen: dict[Job, list[Any]] = {}
         self.state_of: dict[Job, Any] = {}
         self.check_actions = ActionChecker(space)
-        self.stateful = bool(getattr(policy, "stateful", False))
+        self.stateful = bool(policy.stateful)
         # the per-row pass after a policy call is skipped when it has nothing to keep
         self.keeps_rows = self.stateful or any(self.recorded)
         self.place = placer(names, indices, seed)

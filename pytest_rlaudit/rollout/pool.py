@@ -92,7 +92,7 @@ def run_pool(
                          minimum=1)
     integer("max_steps", max_steps, minimum=1)
     n_eps = len(indices)
-    if workers > 1 and n_eps > 1 and getattr(policy, "shards_freely", False):
+    if workers > 1 and n_eps > 1 and policy.shards_freely:
         # No per-step messages for a policy that costs nothing to copy: each process runs
         # whole episodes of its own (the random reference).
         run = partial(run_pool, policy, env, scenarios, seed=seed, batch_size=batch_size,
@@ -153,8 +153,7 @@ def _first_env(policy: Policy, own: list[SlotGroup]) -> tuple[gym.Env, Spaces]:
     """The first env, made by this process's first group (kept for its first job), and its
     spaces: the policy learns them from it, and every other env must keep them."""
     first = own[0].make(0)
-    if hasattr(policy, "bind"):
-        policy.bind(first[0].observation_space, first[0].action_space)
+    policy.bind(first[0].observation_space, first[0].action_space)
     attach_policy(first[0], policy)
     own[0].free[0] = [first]
     spaces = cast(Spaces, own[0].spaces)  # set by the first env it made
