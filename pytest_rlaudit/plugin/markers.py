@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .options import _episodes, _mode, _rating, _ratio
+from .options import parse_episodes, parse_mode, parse_rating, parse_ratio
 
 __all__ = ["MARKERS", "MarkerError", "threshold_marker", "episodes_marker", "scenario_marker",
            "tolerance_marker", "parametrize"]
@@ -75,16 +75,16 @@ def threshold_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
     values = _bind(marker, _rl_threshold, "rl_threshold")
     if values["min_ratio"] is not None:
         try:
-            values["min_ratio"] = _ratio(values["min_ratio"])
+            values["min_ratio"] = parse_ratio(values["min_ratio"])
         except argparse.ArgumentTypeError as exc:
             raise MarkerError(f"@pytest.mark.rl_threshold: min_ratio {exc}") from None
     if values["min_rating"] is not None:
         try:
-            values["min_rating"] = _rating(values["min_rating"])
+            values["min_rating"] = parse_rating(values["min_rating"])
         except argparse.ArgumentTypeError as exc:
             raise MarkerError(f"@pytest.mark.rl_threshold: min_rating {exc}") from None
     try:
-        values["mode"] = _mode(values["mode"])
+        values["mode"] = parse_mode(values["mode"])
     except argparse.ArgumentTypeError as exc:
         raise MarkerError(f"@pytest.mark.rl_threshold: mode {exc}") from None
     return values
@@ -101,7 +101,7 @@ def episodes_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
                 raise MarkerError(f"@pytest.mark.rl_episodes: {key} must be an integer >= 2, "
                                   f"got {values[key]!r}")
             try:
-                _episodes(values[key])
+                parse_episodes(values[key])
             except argparse.ArgumentTypeError as exc:
                 raise MarkerError(f"@pytest.mark.rl_episodes: {key} {exc}") from None
     if values["max_n"] is not None and values["max_n"] < values["n"]:

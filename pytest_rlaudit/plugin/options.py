@@ -39,7 +39,7 @@ def _integer(minimum: int, why: str = "") -> Callable[[str], int]:
     return parse
 
 
-_episodes = _integer(2, " (paired episodes)")
+parse_episodes = _integer(2, " (paired episodes)")
 
 
 def _seed(text: str) -> int:
@@ -66,7 +66,7 @@ def _reference(text: str) -> float | str:
     return value
 
 
-def _ratio(text: str) -> float:
+def parse_ratio(text: str) -> float:
     try:
         value: Any = float(text)
     except (TypeError, ValueError):
@@ -74,7 +74,7 @@ def _ratio(text: str) -> float:
     return number("", value, low=0, high=2, low_open=True, error=argparse.ArgumentTypeError)
 
 
-def _rating(text: str) -> str:
+def parse_rating(text: str) -> str:
     value = str(text).strip().upper()
     if value not in RATINGS:
         raise argparse.ArgumentTypeError(
@@ -82,7 +82,7 @@ def _rating(text: str) -> str:
     return value
 
 
-def _mode(text: str) -> str:
+def parse_mode(text: str) -> str:
     value = str(text).strip()
     if value not in MODES:
         raise argparse.ArgumentTypeError(f"must be one of {', '.join(MODES)}, got {text!r}")
@@ -199,7 +199,7 @@ OPTIONS: tuple[Option, ...] = (
            "its algorithm and file or folder).", "NAME"),
     Option("--rl-env", _text, None, "the Gymnasium id to audit on (or module:Id-v0). The "
            "default of the rl_env fixture.", "ID"),
-    Option("--rl-episodes", _episodes, 30, "paired episodes per scenario (>= 2; default 30).",
+    Option("--rl-episodes", parse_episodes, 30, "paired episodes per scenario (>= 2; default 30).",
            "N"),
     Option("--rl-seed", _seed, 0, "audit seed: episode i resets with seed + i (default 0).",
            "SEED"),
@@ -210,12 +210,12 @@ OPTIONS: tuple[Option, ...] = (
            "combined challenges; see scenarios.preset).", "LEVEL"),
     Option("--rl-reference", _reference, 0.0, "the score ratios are measured from: a number "
            "or 'random' (default 0).", "REF"),
-    Option("--rl-min-ratio", _ratio, None, "default threshold: fail a scenario whose ratio is "
+    Option("--rl-min-ratio", parse_ratio, None, "default threshold: fail a scenario whose ratio is "
            "below this (0, 2].", "RATIO"),
-    Option("--rl-min-rating", _rating, None, "default threshold: fail a scenario rated below "
+    Option("--rl-min-rating", parse_rating, None, "default threshold: fail a scenario rated below "
            "this (PASS, MILD, DEGRADED, FAIL; default MILD when no threshold is set).",
            "RATING"),
-    Option("--rl-mode", _mode, "point", "verdict mode of default thresholds: point, confident "
+    Option("--rl-mode", parse_mode, "point", "verdict mode of default thresholds: point, confident "
            "or not_worse (default point).", "MODE"),
     Option("--rl-fail-stress", _flag, False, "apply the default thresholds to stress "
            "scenarios too (by default they are reported, never failed)."),

@@ -19,6 +19,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ..stats.ratings import INCONCLUSIVE
 from .rows import score_text
 
 __all__ = ["COLOURS", "badge", "badge_value", "badges"]
@@ -26,7 +27,7 @@ __all__ = ["COLOURS", "badge", "badge_value", "badges"]
 #: A badge's colour by rating (shields.io's brightgreen, yellowgreen, orange, red; blue
 #: for INCONCLUSIVE: not a grade on the scale); grey for a category without records.
 COLOURS = {"PASS": "#4c1", "MILD": "#a4a61d", "DEGRADED": "#fe7d37", "FAIL": "#e05d44",
-           "INCONCLUSIVE": "#007ec6", None: "#9f9f9f"}
+           INCONCLUSIVE: "#007ec6", None: "#9f9f9f"}
 
 # Advance widths of Verdana at 11 px (shields' font), by character; the rest are 7 px.
 # The SVG's textLength holds the text to these widths whatever font draws it.
@@ -78,7 +79,7 @@ def badge_value(aggregates: list[dict[str, Any]], category: str) -> tuple[str, s
     scored = [a for a in aggregates if a.get(category)]
     if not scored:
         return "n/a", COLOURS[None], f"{category}: no {category} scenario audited"
-    worst = min(scored, key=lambda a: (a[category]["rating"] != "INCONCLUSIVE",
+    worst = min(scored, key=lambda a: (a[category]["rating"] != INCONCLUSIVE,
                                        a[category]["score"], a["agent"], a["env"]))
     score = worst[category]
     value = score_text(score)

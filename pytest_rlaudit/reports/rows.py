@@ -15,6 +15,7 @@ from typing import Any
 
 from .._format import fixed, interval, p_value, short_fix
 from ..auditing.records import Record
+from ..stats.ratings import INCONCLUSIVE
 
 __all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows", "tolerance_text",
            "mix_fix", "nominal_mean", "reference_text", "baseline_text", "agg_reference",
@@ -85,8 +86,8 @@ def score_text(score: dict[str, Any]) -> str:
     >>> score_text({"score": 0.208, "rating": "FAIL"}), score_text({"score": 1.03, "rating": "INCONCLUSIVE"})
     ('FAIL 0.208', 'INCONCLUSIVE')
     """
-    if score["rating"] == "INCONCLUSIVE":
-        return "INCONCLUSIVE"
+    if score["rating"] == INCONCLUSIVE:
+        return INCONCLUSIVE
     return f"{score['rating']} {fixed(score['score'])}"
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from .._format import fixed, interval
 from ..auditing.records import Record
+from ..stats.ratings import INCONCLUSIVE
 from .rows import agg_baseline, baseline_text, gated, order_key, rating_cell, table_rows, tolerance_text
 from .summary import aggregates
 
@@ -56,7 +57,7 @@ def audit_section(records: Sequence[Record], *, lost: Sequence[dict[str, str]] =
             what = ("smallest failing schedule" if not rec["passed"] and rec.get("hypothesis")
                     else "schedule")
             verb = {"FAIL": "breaks", "DEGRADED": "breaks", "MILD": "degrades",
-                    "INCONCLUSIVE": "cannot be rated"}.get(rec["rating"], "holds")
+                    INCONCLUSIVE: "cannot be rated"}.get(rec["rating"], "holds")
             lines.append([(f"{rec['nodeid']}: {what}: {verb} when "
                            f"{schedule['description']} (ratio {fixed(rec['ratio'])}, "
                            f"{rec['rating']}): {schedule['repr']}", rec["rating"])])
@@ -73,12 +74,12 @@ def audit_section(records: Sequence[Record], *, lost: Sequence[dict[str, str]] =
             if agg[category]:
                 a = agg[category]
                 line += [(f"  {category} ", "bold"), (a["rating"], a["rating"])]
-                if a["rating"] != "INCONCLUSIVE":  # its ratios are mostly noise: no number
+                if a["rating"] != INCONCLUSIVE:  # its ratios are mostly noise: no number
                     line.append((f" (min ratio {fixed(a['score'])}, {a['scenario']})", ""))
         lines.append(line)
         lines.append([(f"  ratios of: {agg_baseline(agg)}", "")])
         if agg.get("inconclusive"):
-            lines.append([("  INCONCLUSIVE: ", "INCONCLUSIVE"), (agg["inconclusive"], "")])
+            lines.append([(f"  {INCONCLUSIVE}: ", INCONCLUSIVE), (agg["inconclusive"], "")])
         if agg["mix"]:
             lines.append([(f"  train under what broke it: {agg['mix']}", "")])
     return lines
