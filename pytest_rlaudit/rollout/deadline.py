@@ -37,20 +37,19 @@ True
 
 from __future__ import annotations
 
-import functools
 import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any
 
 from .._checks import number
 from ..errors import RolloutTimeoutError
 
-__all__ = ["Deadline", "Expired", "within", "bounded", "current", "arm_in_child", "error_of",
+__all__ = ["Deadline", "Expired", "within", "current", "arm_in_child", "error_of",
            "check_timeout", "GRACE"]
 
 #: Seconds past the deadline the runner waits for a worker process or Ray actor to say
@@ -64,7 +63,6 @@ _SLACK = 1e-3
 
 _CURRENT: ContextVar[Deadline | None] = ContextVar("rlaudit_deadline", default=None)
 
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def check_timeout(timeout: Any, name: str = "timeout") -> float | None:
@@ -270,20 +268,6 @@ def within(timeout: float | None, *, said: float | None = None) -> Iterator[None
         if alarm is not None:
             alarm.disarm()
         _CURRENT.reset(token)
-
-
-def bounded(function: F) -> F:
-    """``function`` run as a whole :func:`within` its ``timeout`` keyword argument (the
-    public audit functions: one deadline for the whole call, however many rollouts it
-    makes)."""
-
-    @functools.wraps(function)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True  # pytest shows the caller's line
-        with within(kwargs.get("timeout")):
-            return function(*args, **kwargs)
-
-    return run  # type: ignore[return-value]
 
 
 def arm_in_child() -> None:

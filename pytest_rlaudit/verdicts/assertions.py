@@ -226,7 +226,7 @@ def robustness_check(agent: Any, env: EnvLike, scenario: ScenarioLike, settings:
         engine.check([chosen])
         # The random policy runs on every episode the reference may need, else on the
         # first round's, which the agent must beat.
-        n_random = (max_episodes or settings.episodes if settings.random_reference
+        n_random = ((max_episodes or settings.episodes) if settings.random_reference
                     else settings.episodes)
         random = engine.random(n_random)
         ref = reference_score(settings.reference, random)
