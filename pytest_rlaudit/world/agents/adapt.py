@@ -22,6 +22,9 @@ __all__ = ["as_policy", "env_for"]
 
 HUB_PREFIX = "hf://"
 
+#: Files of deployed policies, by suffix: ONNX (onnxruntime) and TorchScript (torch.jit).
+DEPLOYED_SUFFIXES = frozenset({".onnx", ".pt", ".pth", ".ts", ".torchscript"})
+
 
 def _import_object(target: str) -> Any:
     module_name, _, attribute = target.partition(":")
@@ -95,6 +98,19 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
     return policy
 
 
+def _deployed(text: str, *, name: str | None, torch_threads: int | None) -> Policy:
+    """A deployed model file (ONNX, TorchScript) as a policy."""
+    if not Path(text).is_file():
+        raise PolicyError(f"no such model file: {text!r}")
+    if Path(text).suffix.lower() == ".onnx":
+        from .onnx import OnnxPolicy
+
+        return OnnxPolicy(text, name, threads=torch_threads)
+    from .torchscript import TorchScriptPolicy
+
+    return TorchScriptPolicy(text, name, threads=torch_threads)
+
+
 def _check_no_stats_needed(model: Any, what: str) -> None:
     """Stop at a model trained with VecNormalize whose statistics were not found, rather
     than audit it silently on unscaled observations (and rate it on that)."""
@@ -124,7 +140,10 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
     """Adapt ``agent`` to the batched :class:`Policy` protocol.
 
     ``agent``: an SB3 model, a path to an SB3 ``.zip`` or to an rl-baselines3-zoo
-    folder, ``hf://<org>/<repo>`` (a model on the Hugging Face Hub), a torch
+    folder, ``hf://<org>/<repo>`` (a model on the Hugging Face Hub), a path to a deployed
+    policy: ``.onnx`` (run with onnxruntime, the ``[onnx]`` extra) or a TorchScript
+    ``.pt`` / ``.pth`` / ``.ts`` (``torch.jit.load``), whose output is the action (see
+    :mod:`.exported`), a torch
     ``nn.Module``, a callable ``obs_batch -> action_batch``, ``"random"``, a
     ``"module:attribute"`` string naming one of these, or a :class:`Policy`. An object
     with the members of :class:`~.base.CorePolicy` only (``act``, ``initial_state``,
@@ -136,7 +155,8 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
       folder tells.
     - ``vec_normalize``: ``"auto"`` finds the statistics a zoo folder or a ``.zip``'s
       folder holds (and a model object's attached ``VecNormalize``); a path or a
-      ``VecNormalize``; ``None`` for none.
+      ``VecNormalize``; ``None`` for none (a deployed ``.onnx`` or TorchScript file has
+      none unless given).
     - ``deterministic=False`` samples SB3 actions, each episode from its own stream.
     - ``name`` labels the agent in reports (default: the algorithm and the file, or the
       class of the object).
@@ -145,7 +165,8 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
     - ``checkpoint``: a torch state-dict file loaded into the ``nn.Module`` given.
     - ``env``: the env it will be audited on, needed only for a model whose pickled spaces
       cannot be read (the env's spaces stand in for them).
-    - ``torch_threads``: see the package docstring.
+    - ``torch_threads``: see the package docstring (for an ONNX file: onnxruntime's
+      intra-op threads).
 
     >>> as_policy("random").name
     'random'
@@ -158,6 +179,10 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
         text = os.fspath(agent)
         if text == "random":
             return _named(RandomPolicy(), name)
+        if not text.startswith(HUB_PREFIX) and Path(text).suffix.lower() in DEPLOYED_SUFFIXES:
+            own = None if isinstance(vec_normalize, str) and vec_normalize == "auto" else vec_normalize
+            return _preprocessed(_deployed(text, name=name, torch_threads=torch_threads),
+                                 own, frame_stack)
         if _is_import(text):
             return as_policy(_import_object(text), algo=algo, deterministic=deterministic,
                              vec_normalize=vec_normalize, name=name, frame_stack=frame_stack,
@@ -199,7 +224,8 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
         return _preprocessed(CallablePolicy(agent, name=name), own_stats, frame_stack)
     raise PolicyError(
         f"cannot use {type(agent).__name__} as an agent; pass an SB3 model, a path to an SB3 "
-        ".zip or an rl-baselines3-zoo folder, 'hf://<org>/<repo>', a torch nn.Module, a "
+        ".zip or an rl-baselines3-zoo folder, 'hf://<org>/<repo>', a .onnx or TorchScript "
+        "file, a torch nn.Module, a "
         "callable obs_batch -> action_batch, 'random', a 'module:attribute' string, or a Policy"
     )
 
