@@ -183,8 +183,9 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("--rl-audit", _flag, False, "run RL robustness audit tests (marked rl_audit / "
            "rl_scenario, or using the rl_audit fixture); without it they are skipped."),
-    Option("--rl-agent", _text, None, "the agent to audit: a path to an SB3 .zip or an "
-           "rl-baselines3-zoo folder, hf://ORG/REPO (Hugging Face Hub), or "
+    Option("--rl-agent", _text, None, "the agent to audit: a path to an SB3 .zip, an "
+           "rl-baselines3-zoo folder or a deployed .onnx or TorchScript .pt file, "
+           "hf://ORG/REPO (Hugging Face Hub), or "
            "package.module:attribute naming a model, policy, callable or zero-argument "
            "factory. The default of the rl_agent fixture.", "AGENT"),
     Option("--rl-algo", _text, None, "the SB3 algorithm of --rl-agent's .zip when neither "

@@ -171,6 +171,12 @@ def test_an_output_the_action_space_cannot_take_is_refused(suffix, tmp_path):
         audit(path, "CartPole-v1", scenarios=["delay"], episodes=2)
 
 
+@pytest.mark.parametrize("kind", ["onnx", "torchscript"])
+def test_a_deployed_policy_cannot_be_sampled_and_says_so(exported, kind):
+    with pytest.raises(PolicyError, match=r"cannot be sampled: deterministic=False \(--rl-stochastic\)"):
+        as_policy(exported[kind], deterministic=False)
+
+
 def test_missing_files_and_state_dicts_are_clear_errors(tmp_path):
     with pytest.raises(PolicyError, match="no such model file"):
         as_policy(tmp_path / "absent.onnx")

@@ -1,7 +1,8 @@
 """Agents: adapt what a user passes as ``agent`` to one batched policy protocol.
 
 :func:`as_policy` accepts a stable-baselines3 model (PPO, A2C, DQN, SAC, TD3, and
-sb3-contrib's RecurrentPPO), a path to an SB3 ``.zip``, a torch ``nn.Module``, any
+sb3-contrib's RecurrentPPO), a path to an SB3 ``.zip``, a deployed ``.onnx`` or
+TorchScript file (:mod:`.exported`), a torch ``nn.Module``, any
 callable ``obs_batch -> action_batch``, ``"random"`` (a uniform random policy), a
 ``"package.module:attribute"`` string naming one of these (or a zero-argument factory of
 one), or an object that already implements :class:`Policy`.

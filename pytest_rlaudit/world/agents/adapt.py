@@ -180,6 +180,12 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
         if text == "random":
             return _named(RandomPolicy(), name)
         if not text.startswith(HUB_PREFIX) and Path(text).suffix.lower() in DEPLOYED_SUFFIXES:
+            if not deterministic:
+                raise PolicyError(
+                    f"{text}: a deployed {Path(text).suffix} policy's output is its action, so "
+                    "it cannot be sampled: deterministic=False (--rl-stochastic) applies to "
+                    "SB3 models only; audit the file without it, or the SB3 .zip it was "
+                    "exported from with it")
             own = None if isinstance(vec_normalize, str) and vec_normalize == "auto" else vec_normalize
             return _preprocessed(_deployed(text, name=name, torch_threads=torch_threads),
                                  own, frame_stack)
