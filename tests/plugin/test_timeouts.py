@@ -112,7 +112,10 @@ def test_the_ini_key_bounds_an_audit_in_process(project, monkeypatch):
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
 def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project, xdist):
     pytest.importorskip("pytest_timeout")
-    out, took = run(project, "--rl-workers", "2", "--timeout", "3", "--timeout-method", "thread",
+    # 10 s: the env workers must have started (and written children.txt) before
+    # pytest-timeout fires, also on a loaded machine (at 3 s, a CI run at lowest versions
+    # under load timed out while the audit was still importing)
+    out, took = run(project, "--rl-workers", "2", "--timeout", "10", "--timeout-method", "thread",
                     *xdist, hang_in="rlaudit-envs")
     assert took < 60
     assert out.returncode != 0
