@@ -97,6 +97,11 @@ _STATS_GLOBALS = frozenset({
     *(("numpy.random._pickle", name) for name in (
         "__generator_ctor", "__bit_generator_ctor", "__randomstate_ctor")),
     ("numpy.random", "__RandomState_ctor"),
+    *((f"numpy.random._{module}", name) for module, name in (
+        ("pcg64", "PCG64"), ("pcg64", "PCG64DXSM"), ("mt19937", "MT19937"),
+        ("philox", "Philox"), ("sfc64", "SFC64"), ("generator", "Generator"))),
+    ("numpy.random.bit_generator", "SeedSequence"),
+    ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
     *((f"{gym}.spaces.{module}", name) for gym in ("gym", "gymnasium") for module, name in (
         ("box", "Box"), ("discrete", "Discrete"), ("dict", "Dict"), ("tuple", "Tuple"),
         ("multi_discrete", "MultiDiscrete"), ("multi_binary", "MultiBinary"))),
