@@ -330,6 +330,24 @@ def test_every_sb3_and_contrib_algorithm_is_detected_and_labelled(saved_models, 
     assert policy.name == f"{algo}({algo.lower()}_model.zip)"
 
 
+@pytest.mark.parametrize("algo", list(_ALGOS))
+def test_every_algorithm_loads_alike_weights_only_and_trusted(saved_models, algo):
+    """The default load unpickles nothing (untrusted.py), yet builds the very network SB3's
+    own load does: the same weights, the same actions."""
+    env = _ALGOS[algo][0]
+    default = as_policy(saved_models[algo], env=env).model
+    trusted = as_policy(saved_models[algo], env=env, trusted=True).model
+    assert type(default.policy) is type(trusted.policy)
+    ours, theirs = default.policy.state_dict(), trusted.policy.state_dict()
+    assert list(ours) == list(theirs)
+    assert all(np.array_equal(ours[k].numpy(), theirs[k].numpy()) for k in theirs)
+    if algo != "RecurrentPPO":
+        space = trusted.observation_space
+        obs = np.linspace(-1, 1, 4 * space.shape[0], dtype=np.float32).reshape(4, -1)
+        assert np.array_equal(default.policy.predict(obs, deterministic=True)[0],
+                              trusted.policy.predict(obs, deterministic=True)[0])
+
+
 def test_off_policy_models_load_without_their_training_buffer(saved_models):
     model = load_sb3(saved_models["SAC"])
     assert model.replay_buffer.buffer_size == 1  # not the 1e6-transition training buffer

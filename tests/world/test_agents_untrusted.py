@@ -195,3 +195,27 @@ def test_spaces_from_readable_fields():
     assert act.low.tolist() == [-2.0] and act.dtype == np.float32
     assert readable_space({":type:": "<class 'gymnasium.spaces.box.Box'>", "dtype": "uint8",
                            "_shape": [84, 84, 4], "low": "[[[0 0 ...]]]", "high": "255"}) is None
+
+
+def test_a_zoo_config_gives_what_the_zip_does_not(tmp_path):
+    """An activation SB3 could only write as a repr is read from config.yml, as data."""
+    run = tmp_path / "ppo" / "CartPole-v1_1"
+    (run / "CartPole-v1").mkdir(parents=True)
+    model = PPO("MlpPolicy", "CartPole-v1", seed=0,
+                policy_kwargs=dict(net_arch=[8], activation_fn=nn.ReLU))
+    model.save(run / "CartPole-v1.zip")
+
+    def unreadable(data):
+        data["policy_kwargs"]["activation_fn"] = "<function <lambda> at 0x7f00>"
+
+    _rewrite_zip(run / "CartPole-v1.zip", run / "CartPole-v1.zip", unreadable)
+    with pytest.raises(PolicyError, match=r"activation_fn is <function.*trusted=True"):
+        as_policy(run, env="CartPole-v1")
+    (run / "CartPole-v1" / "config.yml").write_text(
+        "!!python/object/apply:collections.OrderedDict\n"
+        "- - - policy_kwargs\n    - dict(net_arch=[8], activation_fn=nn.ReLU)\n")
+    policy = as_policy(run, env="CartPole-v1")
+    assert policy.model.policy.activation_fn is nn.ReLU
+    obs = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    assert np.array_equal(policy.model.policy.predict(obs, deterministic=True)[0],
+                          model.policy.predict(obs, deterministic=True)[0])

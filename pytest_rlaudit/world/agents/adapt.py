@@ -86,7 +86,8 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
     label = label or run.label
     stack = run.frame_stack if frame_stack is None else frame_stack
     model = load_sb3(run.model, algo or run.algo,
-                     spaces_of_env=_spaces_of(env, run.needs, stack), trusted=trusted)
+                     spaces_of_env=_spaces_of(env, run.needs, stack), trusted=trusted,
+                     config_kwargs=run.policy_kwargs)
     name = name or f"{type(model).__name__}({label})"
     auto = isinstance(vec_normalize, str) and vec_normalize == "auto"
     stats = run.vec_normalize if auto else vec_normalize

@@ -329,7 +329,8 @@ Spaces = Callable[[], "tuple[spaces.Space[Any], spaces.Space[Any]]"]
 
 
 def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
-             spaces_of_env: Spaces | None = None, trusted: bool = False) -> Any:
+             spaces_of_env: Spaces | None = None, trusted: bool = False,
+             config_kwargs: Any = None) -> Any:
     """Load an SB3 model from a ``.zip``, reading the algorithm from the file if not given.
 
     By default nothing pickled in the file is unpickled (:mod:`.untrusted`): the spaces
@@ -337,7 +338,9 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
     without one, those the file describes in readable fields), the policy class and
     ``policy_kwargs`` are rebuilt from readable fields and allow-lists, and the weights
     are read with ``torch.load(weights_only=True)``. What that cannot rebuild (a policy
-    class or activation of one's own) is an error naming ``trusted``.
+    class or activation of one's own) is an error naming ``trusted``. ``config_kwargs``:
+    the ``policy_kwargs`` of a zoo folder's ``config.yml``, read (as data) where the
+    file's own readable fields do not say.
 
     ``trusted=True`` loads the way SB3 does, running the pickles: files saved under old
     ``gym`` load too (``gym`` is read as ``gymnasium``, :mod:`.pickles`), and when the
@@ -355,7 +358,7 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
     custom: dict[str, Any] = dict(_SCHEDULES)
     why = None
     if not trusted:
-        custom = weights_only_objects(path, data, cls, custom, spaces_of_env)
+        custom = weights_only_objects(path, data, cls, custom, spaces_of_env, config_kwargs)
     else:
         why = _unreadable_spaces(data)
     if why is not None:

@@ -14,7 +14,8 @@ the stand-ins instead, as its ``custom_objects`` are documented to do):
 - the policy class is read from the pickle's opcodes, without running them
   (:func:`pickled_global`): a reference to one of the algorithm's own policy classes
   (``policy_aliases``) is taken, anything else is refused;
-- ``policy_kwargs`` come from the readable fields SB3 writes beside its pickle; the
+- ``policy_kwargs`` come from the readable fields SB3 writes beside its pickle (a zoo
+  ``config.yml``'s, read as data, where those do not say); the
   classes named there (``activation_fn``, ``features_extractor_class``,
   ``optimizer_class``) are taken from allow-lists by name, never imported
   (:func:`allowed_class`);
@@ -37,6 +38,7 @@ What cannot be rebuilt this way (a policy class or an activation of one's own) i
 
 from __future__ import annotations
 
+import ast
 import base64
 import binascii
 import pickletools
@@ -50,8 +52,8 @@ from gymnasium import spaces
 
 from ...errors import PolicyError
 
-__all__ = ["TRUST_HINT", "allowed_class", "pickled_global", "weights_only_objects",
-           "untrusted_error"]
+__all__ = ["TRUST_HINT", "allowed_class", "config_policy_kwargs", "pickled_global",
+           "weights_only_objects", "untrusted_error"]
 
 #: How to load a file in full, for the errors that need it.
 TRUST_HINT = ("if you trust the file, load it in full (SB3's own load, which runs the code "
@@ -169,17 +171,67 @@ def _policy_class(path: Path, entry: Any, algo_cls: Any) -> Any:
         f"({', '.join(sorted(c.__name__ for c in allowed))})"))
 
 
+def _literal(node: ast.AST) -> Any:
+    """A config value's expression as data, evaluating nothing: ``dict(...)`` with keywords,
+    dicts, lists, tuples, constants, negative numbers; a name (``nn.ReLU``) as its text."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _literal(node.operand)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(item) for item in node.elts]
+    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
+        pairs = zip(node.keys, node.values, strict=True)
+        return {_literal(key): _literal(value) for key, value in pairs if key is not None}
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
+            and not node.args and all(k.arg for k in node.keywords)):
+        return {k.arg: _literal(k.value) for k in node.keywords}
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_literal(node.value)}.{node.attr}"
+    raise ValueError(f"not a literal: {ast.dump(node)}")
+
+
+def config_policy_kwargs(value: Any) -> dict[str, Any]:
+    """An rl-baselines3-zoo ``config.yml``'s ``policy_kwargs`` (the text
+    ``"dict(activation_fn=nn.ReLU, net_arch=[64, 64])"`` or a mapping) as a dict, read,
+    never evaluated: names stay text, for :func:`allowed_class`. ``{}`` when it is not
+    plain data.
+
+    >>> config_policy_kwargs("dict(log_std_init=-2, activation_fn=nn.ReLU, net_arch=dict(pi=[8]))")
+    {'log_std_init': -2, 'activation_fn': 'nn.ReLU', 'net_arch': {'pi': [8]}}
+    >>> config_policy_kwargs("__import__('os').system('true')")
+    {}
+    """
+    if isinstance(value, dict):
+        return dict(value)
+    if not isinstance(value, str):
+        return {}
+    try:
+        read = _literal(ast.parse(value.strip(), mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    return read if isinstance(read, dict) else {}
+
+
 def _looks_like_repr(value: str) -> bool:
     """A readable field SB3 wrote with ``str()`` because JSON could not hold the value."""
     return value.startswith(("<", "{", "[", "(")) or "object at 0x" in value
 
 
-def readable_policy_kwargs(path: Path, entry: Any) -> dict[str, Any]:
+def readable_policy_kwargs(path: Path, entry: Any,
+                           config: dict[str, Any] | None = None) -> dict[str, Any]:
     """``policy_kwargs`` from a zip's ``data``: a plain JSON dict as it is, or the readable
     fields SB3 writes beside a pickled one, with the classes they name resolved through
-    :func:`allowed_class`. An optimizer off the allow-list is left out with its
+    :func:`allowed_class`. Where a field cannot be read so, the same key of ``config``
+    (a zoo ``config.yml``'s ``policy_kwargs``, :func:`config_policy_kwargs`) is taken
+    when it can. An optimizer off the allow-list is left out with its
     ``optimizer_kwargs`` (the default optimizer is built instead: inference never steps
     it); any other class, or a value only a pickle holds, is refused."""
+    config = config or {}
     if entry is None:
         return {}
     if not isinstance(entry, dict):
@@ -191,7 +243,7 @@ def readable_policy_kwargs(path: Path, entry: Any) -> dict[str, Any]:
     dropped_optimizer = False
     for key, value in fields.items():
         if key in ("activation_fn", "features_extractor_class", "optimizer_class"):
-            cls = allowed_class(key, value)
+            cls = allowed_class(key, value) or allowed_class(key, config.get(key))
             if cls is None and key == "optimizer_class":
                 dropped_optimizer = True
                 continue
@@ -202,6 +254,9 @@ def readable_policy_kwargs(path: Path, entry: Any) -> dict[str, Any]:
                     f"by name ({allowed})"))
             out[key] = cls
         elif isinstance(value, str) and _looks_like_repr(value):
+            if key in config and not isinstance(config[key], str):
+                out[key] = config[key]
+                continue
             raise untrusted_error(path, f"its policy_kwargs' {key} is {value}, which only "
                                         "its pickle holds")
         else:
@@ -322,18 +377,20 @@ def _spaces(path: Path, data: dict[str, Any],
 
 
 def weights_only_objects(path: Path, data: dict[str, Any], algo_cls: Any,
-                         schedules: dict[str, Any],
-                         spaces_of_env: Spaces | None) -> dict[str, Any]:
+                         schedules: dict[str, Any], spaces_of_env: Spaces | None,
+                         config_kwargs: Any = None) -> dict[str, Any]:
     """A stand-in for every pickled entry of a zip's ``data`` (see the module docstring),
     to pass to SB3's ``load`` as ``custom_objects`` so that it unpickles none of them.
-    ``schedules``: the stand-ins for the training schedules."""
+    ``schedules``: the stand-ins for the training schedules; ``config_kwargs``: a zoo
+    ``config.yml``'s ``policy_kwargs``, for what the zip's readable fields do not say."""
     policy_class = _policy_class(path, data.get("policy_class"), algo_cls)
     fresh = algo_cls(policy=policy_class, env=None, device="cpu", _init_setup_model=False)
     obs, act = _spaces(path, data, spaces_of_env)
     custom: dict[str, Any] = {"policy_class": policy_class, "observation_space": obs,
                               "action_space": act,
-                              "policy_kwargs": readable_policy_kwargs(path,
-                                                                      data.get("policy_kwargs"))}
+                              "policy_kwargs": readable_policy_kwargs(
+                                  path, data.get("policy_kwargs"),
+                                  config_policy_kwargs(config_kwargs))}
     for key, entry in data.items():
         if key in custom or not (isinstance(entry, dict) and ":serialized:" in entry):
             continue
