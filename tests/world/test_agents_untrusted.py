@@ -17,6 +17,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from stable_baselines3 import PPO
@@ -219,3 +220,43 @@ def test_a_zoo_config_gives_what_the_zip_does_not(tmp_path):
     obs = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
     assert np.array_equal(policy.model.policy.predict(obs, deterministic=True)[0],
                           model.policy.predict(obs, deterministic=True)[0])
+
+
+class _Pixels(gym.Env):
+    """Channel-last 36x36 RGB frames (NatureCNN's smallest): the spaces of a CNN agent."""
+
+    observation_space = gym.spaces.Box(0, 255, (36, 36, 3), dtype=np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), 0.0, False, True, {}
+
+
+def test_a_cnn_agent_takes_the_env_s_images_channel_first(tmp_path):
+    model = PPO("CnnPolicy", _Pixels(), seed=0, n_steps=8, batch_size=8,
+                policy_kwargs=dict(net_arch=[8], features_extractor_kwargs=dict(features_dim=16)))
+    model.save(tmp_path / "cnn.zip")
+    with pytest.raises(PolicyError, match=r"spaces .* are not described in full.*env=env"):
+        as_policy(tmp_path / "cnn.zip")  # 3888 bounds: numpy summarises them in the file
+    default = as_policy(tmp_path / "cnn.zip", env=_Pixels).model
+    trusted = as_policy(tmp_path / "cnn.zip", env=_Pixels, trusted=True).model
+    assert default.observation_space == trusted.observation_space  # (3, 36, 36)
+    frames = np.random.default_rng(0).integers(0, 256, (4, 36, 36, 3), dtype=np.uint8)
+    assert np.array_equal(default.policy.predict(frames, deterministic=True)[0],
+                          trusted.policy.predict(frames, deterministic=True)[0])
+
+
+def test_a_features_extractor_of_one_s_own_needs_the_trusted_load(tmp_path):
+    from pixel_envs import CentreDot, TinyCNN
+
+    PPO("CnnPolicy", CentreDot(), seed=0, n_steps=8, batch_size=8,
+        policy_kwargs={"features_extractor_class": TinyCNN, "net_arch": []}).save(
+        tmp_path / "tiny.zip")
+    with pytest.raises(PolicyError, match=r"features_extractor_class is <class "
+                                          r"'pixel_envs\.TinyCNN'>.*--rl-trusted"):
+        as_policy(tmp_path / "tiny.zip", env=CentreDot)
+    assert as_policy(tmp_path / "tiny.zip", env=CentreDot, trusted=True).name == "PPO(tiny.zip)"
