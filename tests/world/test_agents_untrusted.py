@@ -221,6 +221,15 @@ def test_a_zoo_config_gives_what_the_zip_does_not(tmp_path):
     assert np.array_equal(policy.model.policy.predict(obs, deterministic=True)[0],
                           model.policy.predict(obs, deterministic=True)[0])
 
+    def another_class(data):
+        data["policy_kwargs"]["activation_fn"] = "<class 'mine.Act'>"
+
+    # The config fills in what the zip does not say, never a class the zip does name.
+    _rewrite_zip(run / "CartPole-v1.zip", run / "CartPole-v1.zip", another_class)
+    with pytest.raises(PolicyError, match=r"activation_fn is <class 'mine\.Act'>.*torch\.nn's "
+                                          r"activations.*trusted=True"):
+        as_policy(run, env="CartPole-v1")
+
 
 class _Pixels(gym.Env):
     """Channel-last 36x36 RGB frames (NatureCNN's smallest): the spaces of a CNN agent."""

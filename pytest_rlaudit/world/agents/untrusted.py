@@ -100,6 +100,12 @@ def _allowed(kind: str) -> dict[str, type]:
     return {}
 
 
+_ALLOWED_WORDS = {"activation_fn": "torch.nn's activations",
+                  "features_extractor_class": "SB3's FlattenExtractor, NatureCNN and "
+                                              "CombinedExtractor",
+                  "optimizer_class": "torch.optim's optimizers"}
+
+
 def allowed_class(kind: str, text: Any) -> type | None:
     """The class ``text`` names for the ``policy_kwargs`` entry ``kind``, if it is on that
     entry's allow-list (torch.nn's activations; torch.optim's optimizers and SB3's
@@ -243,15 +249,16 @@ def readable_policy_kwargs(path: Path, entry: Any,
     dropped_optimizer = False
     for key, value in fields.items():
         if key in ("activation_fn", "features_extractor_class", "optimizer_class"):
-            cls = allowed_class(key, value) or allowed_class(key, config.get(key))
+            cls = allowed_class(key, value)
+            if cls is None and not _CLASS_REPR.match(str(value)):  # unsaid, not another class
+                cls = allowed_class(key, config.get(key))
             if cls is None and key == "optimizer_class":
                 dropped_optimizer = True
                 continue
             if cls is None:
-                allowed = ", ".join(sorted(_allowed(key)))
                 raise untrusted_error(path, (
                     f"its policy_kwargs' {key} is {value}, which is not one of those rebuilt "
-                    f"by name ({allowed})"))
+                    f"by name ({_ALLOWED_WORDS[key]})"))
             out[key] = cls
         elif isinstance(value, str) and _looks_like_repr(value):
             if key in config and not isinstance(config[key], str):
