@@ -316,7 +316,7 @@ def _capture(agent: Any, env: EnvLike, scenario: Scenario, record: Mapping[str, 
     seed, position = int(record["seed"]), worst_episode(record["returns"],
                                                         record["nominal_returns"])
     index = int(record["seeds"][position]) - seed
-    policy = as_policy(agent)
+    policy = as_policy(agent, env=env)
     with warnings.catch_warnings():  # said once by the audit (an agent trained elsewhere)
         warnings.simplefilter("ignore")
         spec = _renders(rendering_env(env_for(policy, env)))

@@ -70,7 +70,8 @@ class ItemAudits:
     def policy_for(self, agent: Any, env: Any = None) -> Any:
         """One policy adapter per agent object for the whole run (the nominal cache keys on
         it); agents given by path or import string are loaded once, with --rl-algo,
-        --rl-vec-normalize, --rl-stochastic and --rl-agent-name when they are --rl-agent."""
+        --rl-vec-normalize, --rl-stochastic, --rl-agent-name and --rl-trusted when they are
+        --rl-agent."""
         key = agent if isinstance(agent, str) else id(agent)
         if key not in self._policies:
             from ..world.agents import as_policy
@@ -81,6 +82,7 @@ class ItemAudits:
                 options = {"algo": self.settings.algo,
                            "deterministic": not self.settings.stochastic,
                            "name": self.settings.agent_name,
+                           "trusted": self.settings.trusted,
                            "vec_normalize": "auto" if given is None else (
                                None if given.lower() == "none" else given)}
             self._policies[key] = (agent, as_policy(agent, env=env, **options))

@@ -20,8 +20,8 @@ def _session(config: pytest.Config) -> Any:
 @pytest.fixture(scope="session")
 def rl_agent(pytestconfig: pytest.Config) -> Any:
     """The agent under audit: --rl-agent (a .zip, a zoo folder, hf://org/repo or
-    module:attribute, with --rl-algo, --rl-vec-normalize, --rl-stochastic and
-    --rl-agent-name), loaded once.
+    module:attribute, with --rl-algo, --rl-vec-normalize, --rl-stochastic,
+    --rl-agent-name and --rl-trusted), loaded once.
 
     Override it in conftest.py to audit your own agent object.
     """

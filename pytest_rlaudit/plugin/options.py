@@ -198,6 +198,10 @@ OPTIONS: tuple[Option, ...] = (
            "the most likely one (each episode from its own seeded stream)."),
     Option("--rl-agent-name", _text, None, "the name --rl-agent is reported under (default: "
            "its algorithm and file or folder).", "NAME"),
+    Option("--rl-trusted", _flag, False, "load --rl-agent's SB3 .zip (zoo folder, hf:// "
+           "download) and VecNormalize statistics in full, the way SB3 does, running the code "
+           "pickled in them: for files you trust whose own classes need it. By default "
+           "nothing pickled in them runs (weights-only load)."),
     Option("--rl-env", _text, None, "the Gymnasium id to audit on (or module:Id-v0). The "
            "default of the rl_env fixture.", "ID"),
     Option("--rl-episodes", parse_episodes, 30, "paired episodes per scenario (>= 2; default 30).",
@@ -304,6 +308,7 @@ class Settings:
     vec_normalize: str | None
     stochastic: bool
     agent_name: str | None
+    trusted: bool
     env: str | None
     episodes: int
     seed: int

@@ -96,3 +96,36 @@ def test_rl_severity_sizes_the_zero_config_suite(pytester: pytest.Pytester):
     bad = pytester.runpytest("--rl-severity", "hard")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--rl-severity*must be one of mild, moderate, severe*"])
+
+
+def test_rl_trusted_is_what_lets_a_zip_run_its_pickles(pytester: pytest.Pytester, tmp_path):
+    import base64
+    import pickle
+    import zipfile
+
+    target = tmp_path / "written.txt"
+
+    class Writes:
+        def __reduce__(self):
+            return Path.write_text, (target, "written by a pickle")
+
+    zoo_zip = PENDULUM_RUN / "Pendulum-v1.zip"
+    with zipfile.ZipFile(zoo_zip) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(files["data"])
+    data["_last_obs"][":serialized:"] = base64.b64encode(pickle.dumps(Writes())).decode()
+    files["data"] = json.dumps(data).encode()
+    run = tmp_path / "run"
+    run.mkdir()
+    with zipfile.ZipFile(run / "agent.zip", "w") as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    (run / "vecnormalize.pkl").write_bytes((PENDULUM_RUN / "Pendulum-v1" / "vecnormalize.pkl")
+                                           .read_bytes())
+    options = ("--rl-audit", f"--rl-agent={run / 'agent.zip'}", "--rl-env", "Pendulum-v1",
+               "--rl-episodes", "2", "--rl-scenarios", "obs_noise", "--rl-reference", "random",
+               "-p", "no:cacheprovider")
+    pytester.runpytest(*options).assert_outcomes(passed=1)
+    assert not target.exists()
+    pytester.runpytest(*options, "--rl-trusted").assert_outcomes(passed=1)
+    assert target.read_text() == "written by a pickle"

@@ -148,8 +148,13 @@ def test_vec_normalize_errors_name_the_file_and_the_cause(tmp_path):
         as_policy(CARTPOLE_RUN, vec_normalize=tmp_path / "nope.pkl")
     missing = tmp_path / "needs_module.pkl"
     missing.write_bytes(b"\x80\x04cno_such_module_xyz\nThing\n.")
-    with pytest.raises(PolicyError, match=r"pickled with module 'no_such_module_xyz'.*install"):
+    # By default a class outside VecNormalize statistics is refused before any import...
+    with pytest.raises(PolicyError, match=r"pickles no_such_module_xyz\.Thing, which is not part "
+                                          r"of VecNormalize statistics.*--rl-trusted"):
         as_policy(CARTPOLE_RUN, vec_normalize=missing)
+    # ... and read in full when trusted, which needs the module.
+    with pytest.raises(PolicyError, match=r"pickled with module 'no_such_module_xyz'.*install"):
+        as_policy(CARTPOLE_RUN, vec_normalize=missing, trusted=True)
 
 
 def test_a_folder_given_as_vec_normalize_finds_the_stats_inside():
@@ -184,14 +189,22 @@ def _with_unreadable_spaces(src: Path, dst: Path) -> Path:
 def test_spaces_that_do_not_unpickle_come_from_the_audited_env(tmp_path):
     path = _with_unreadable_spaces(CARTPOLE_RUN / "CartPole-v1.zip", tmp_path / "agent.zip")
     with pytest.raises(PolicyError, match=r"no_such_env_package.*Give the env it is audited on"):
-        as_policy(path)
+        as_policy(path, trusted=True)
+    # By default the pickle is never read: the readable fields beside it describe the space.
+    assert as_policy(path).name == "PPO(agent.zip)"
     result = audit(path, "CartPole-v1", scenarios=["delay"], episodes=2)
     assert result.nominal.returns.tolist() == [500.0, 500.0]
+    trusted = audit(as_policy(path, env="CartPole-v1", trusted=True), "CartPole-v1",
+                    scenarios=["delay"], episodes=2)
+    assert trusted.nominal.returns.tolist() == [500.0, 500.0]
 
 
 def test_the_wrong_env_for_substituted_spaces_says_so(tmp_path):
     path = _with_unreadable_spaces(CARTPOLE_RUN / "CartPole-v1.zip", tmp_path / "agent.zip")
     with pytest.raises(PolicyError, match=r"spaces stood in .* is this the env it was trained on"):
+        as_policy(path, env="Acrobot-v1", trusted=True)
+    with pytest.raises(PolicyError, match=r"saved for observations Box.*\(4,\).* but the env's "
+                                          r"are Box.*\(6,\).* is this the env it was trained on"):
         as_policy(path, env="Acrobot-v1")
 
 
@@ -315,6 +328,24 @@ def test_every_sb3_and_contrib_algorithm_is_detected_and_labelled(saved_models, 
     policy = as_policy(saved_models[algo])
     assert type(policy.model).__name__ == algo
     assert policy.name == f"{algo}({algo.lower()}_model.zip)"
+
+
+@pytest.mark.parametrize("algo", list(_ALGOS))
+def test_every_algorithm_loads_alike_weights_only_and_trusted(saved_models, algo):
+    """The default load unpickles nothing (untrusted.py), yet builds the very network SB3's
+    own load does: the same weights, the same actions."""
+    env = _ALGOS[algo][0]
+    default = as_policy(saved_models[algo], env=env).model
+    trusted = as_policy(saved_models[algo], env=env, trusted=True).model
+    assert type(default.policy) is type(trusted.policy)
+    ours, theirs = default.policy.state_dict(), trusted.policy.state_dict()
+    assert list(ours) == list(theirs)
+    assert all(np.array_equal(ours[k].numpy(), theirs[k].numpy()) for k in theirs)
+    if algo != "RecurrentPPO":
+        space = trusted.observation_space
+        obs = np.linspace(-1, 1, 4 * space.shape[0], dtype=np.float32).reshape(4, -1)
+        assert np.array_equal(default.policy.predict(obs, deterministic=True)[0],
+                              trusted.policy.predict(obs, deterministic=True)[0])
 
 
 def test_off_policy_models_load_without_their_training_buffer(saved_models):

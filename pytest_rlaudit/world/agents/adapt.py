@@ -72,7 +72,7 @@ def _spaces_of(env: EnvLike | None, needs: EnvNeeds, frame_stack: int) -> Any:
 
 def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: int | None,
                env: EnvLike | None, deterministic: bool, torch_threads: int | None,
-               name: str | None) -> Policy:
+               name: str | None, trusted: bool) -> Policy:
     """A saved run (zoo folder, Hub download, model zip) as a policy."""
     from .zoo import read_saved_run
 
@@ -86,14 +86,16 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
     label = label or run.label
     stack = run.frame_stack if frame_stack is None else frame_stack
     model = load_sb3(run.model, algo or run.algo,
-                     spaces_of_env=_spaces_of(env, run.needs, stack))
+                     spaces_of_env=_spaces_of(env, run.needs, stack), trusted=trusted,
+                     config_kwargs=run.policy_kwargs)
     name = name or f"{type(model).__name__}({label})"
     auto = isinstance(vec_normalize, str) and vec_normalize == "auto"
     stats = run.vec_normalize if auto else vec_normalize
     if auto and stats is None:
         _check_no_stats_needed(model, repr(str(run.model)))
     policy = _preprocessed(SB3Policy(model, deterministic=deterministic, name=name,
-                                     torch_threads=torch_threads), stats, stack)
+                                     torch_threads=torch_threads), stats, stack,
+                          trusted=trusted)
     policy.env_needs = run.needs
     return policy
 
@@ -124,19 +126,21 @@ def _check_no_stats_needed(model: Any, what: str) -> None:
         )
 
 
-def _preprocessed(policy: Policy, vec_normalize: Any, frame_stack: int | None) -> Policy:
+def _preprocessed(policy: Policy, vec_normalize: Any, frame_stack: int | None, *,
+                  trusted: bool = False) -> Policy:
     """``policy`` behind a frame stack, behind VecNormalize (the zoo's order)."""
     if frame_stack:
         policy = FrameStackPolicy(policy, frame_stack)
     if vec_normalize is not None:
-        policy = NormalizedPolicy(policy, vec_normalize)
+        policy = NormalizedPolicy(policy, vec_normalize, trusted=trusted)
     return policy
 
 
 def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto",
               deterministic: bool = True, name: str | None = None,
               frame_stack: int | None = None, checkpoint: str | os.PathLike[str] | None = None,
-              env: EnvLike | None = None, torch_threads: int | None = 1) -> Policy:
+              env: EnvLike | None = None, torch_threads: int | None = 1,
+              trusted: bool = False) -> Policy:
     """Adapt ``agent`` to the batched :class:`Policy` protocol.
 
     ``agent``: an SB3 model, a path to an SB3 ``.zip`` or to an rl-baselines3-zoo
@@ -163,8 +167,17 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
     - ``frame_stack`` stacks that many observations as SB3's ``VecFrameStack`` did in
       training (a zoo folder's config sets it).
     - ``checkpoint``: a torch state-dict file loaded into the ``nn.Module`` given.
-    - ``env``: the env it will be audited on, needed only for a model whose pickled spaces
-      cannot be read (the env's spaces stand in for them).
+    - ``env``: the env it will be audited on; an SB3 ``.zip`` takes its spaces (see
+      ``trusted``), and without it only a file that describes its own spaces in readable
+      fields (``Box``, ``Discrete``) loads.
+    - ``trusted``: ``False`` (default) loads an SB3 ``.zip`` (a zoo folder's, an
+      ``hf://`` download's) without running anything pickled in it: the weights with
+      ``torch.load(weights_only=True)``, the spaces from ``env``, the policy class and
+      ``policy_kwargs`` (``net_arch``, ``activation_fn``...) from the file's readable
+      fields and allow-lists, and VecNormalize statistics through an allow-listed
+      unpickler (see :mod:`.untrusted`). A model whose own classes need its pickles is an
+      error naming ``trusted=True``, which loads the way SB3 does and runs them: for files
+      one trusts. ``--rl-trusted`` on the command line.
     - ``torch_threads``: see the package docstring (for an ONNX file: onnxruntime's
       intra-op threads).
 
@@ -188,14 +201,15 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
                     "exported from with it")
             own = None if isinstance(vec_normalize, str) and vec_normalize == "auto" else vec_normalize
             return _preprocessed(_deployed(text, name=name, torch_threads=torch_threads),
-                                 own, frame_stack)
+                                 own, frame_stack, trusted=trusted)
         if _is_import(text):
             return as_policy(_import_object(text), algo=algo, deterministic=deterministic,
                              vec_normalize=vec_normalize, name=name, frame_stack=frame_stack,
-                             checkpoint=checkpoint, env=env, torch_threads=torch_threads)
+                             checkpoint=checkpoint, env=env, torch_threads=torch_threads,
+                             trusted=trusted)
         return _from_path(text, algo=algo, vec_normalize=vec_normalize,
                           frame_stack=frame_stack, env=env, deterministic=deterministic,
-                          torch_threads=torch_threads, name=name)
+                          torch_threads=torch_threads, name=name, trusted=trusted)
     if _is_sb3(agent):
         if isinstance(vec_normalize, str) and vec_normalize == "auto":
             get = getattr(agent, "get_vec_normalize_env", None)
@@ -203,7 +217,8 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
             if vec_normalize is None:
                 _check_no_stats_needed(agent, f"the {type(agent).__name__} model")
         return _preprocessed(SB3Policy(agent, deterministic=deterministic, name=name,
-                                       torch_threads=torch_threads), vec_normalize, frame_stack)
+                                       torch_threads=torch_threads), vec_normalize, frame_stack,
+                             trusted=trusted)
     own_stats = None if isinstance(vec_normalize, str) and vec_normalize == "auto" else vec_normalize
     if _is_torch_module(agent):
         if checkpoint is not None:
@@ -213,21 +228,21 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
         # Sampled torch actions come from a CleanRL get_action_and_value, seeded per episode.
         rule = "auto" if deterministic else "get_action_and_value"
         return _preprocessed(TorchPolicy(agent, name=name, torch_threads=torch_threads,
-                                         rule=rule), own_stats, frame_stack)
+                                         rule=rule), own_stats, frame_stack, trusted=trusted)
     if checkpoint is not None:
         raise PolicyError(f"checkpoint= loads a state dict into a torch nn.Module; the agent is "
                           f"a {type(agent).__name__}")
     if isinstance(agent, Policy):
-        return _named(_preprocessed(agent, own_stats, frame_stack), name)
+        return _named(_preprocessed(agent, own_stats, frame_stack, trusted=trusted), name)
     if isinstance(agent, CorePolicy):
         # A policy of one's own with the narrow protocol only: completed, in a wrapper
         # that has every member (so the user's object is never renamed either).
         completed = PolicyWrapper(agent)
         if name is not None:
             completed.name = name
-        return _preprocessed(completed, own_stats, frame_stack)
+        return _preprocessed(completed, own_stats, frame_stack, trusted=trusted)
     if callable(agent):
-        return _preprocessed(CallablePolicy(agent, name=name), own_stats, frame_stack)
+        return _preprocessed(CallablePolicy(agent, name=name), own_stats, frame_stack, trusted=trusted)
     raise PolicyError(
         f"cannot use {type(agent).__name__} as an agent; pass an SB3 model, a path to an SB3 "
         ".zip or an rl-baselines3-zoo folder, 'hf://<org>/<repo>', a .onnx or TorchScript "

@@ -84,11 +84,65 @@ def gym_as_gymnasium() -> Iterator[None]:
             sys.modules.update(saved)
 
 
-def unpickle(path: str | Path, what: str) -> Any:
+#: What VecNormalize statistics may be made of, by (module, name) as pickled: the
+#: VecNormalize and RunningMeanStd classes (whose ``__setstate__`` only stores the state),
+#: numpy arrays, scalars and random generators, gym and gymnasium spaces, OrderedDict.
+_STATS_GLOBALS = frozenset({
+    ("stable_baselines3.common.vec_env.vec_normalize", "VecNormalize"),
+    ("stable_baselines3.common.running_mean_std", "RunningMeanStd"),
+    ("numpy", "ndarray"), ("numpy", "dtype"),
+    *((f"numpy.{core}.multiarray", name) for core in ("core", "_core")
+      for name in ("_reconstruct", "scalar")),
+    *((f"numpy.{core}.numeric", "_frombuffer") for core in ("core", "_core")),
+    *(("numpy.random._pickle", name) for name in (
+        "__generator_ctor", "__bit_generator_ctor", "__randomstate_ctor")),
+    ("numpy.random", "__RandomState_ctor"),
+    *((f"numpy.random._{module}", name) for module, name in (
+        ("pcg64", "PCG64"), ("pcg64", "PCG64DXSM"), ("mt19937", "MT19937"),
+        ("philox", "Philox"), ("sfc64", "SFC64"), ("generator", "Generator"))),
+    ("numpy.random.bit_generator", "SeedSequence"),
+    ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
+    *((f"{gym}.spaces.{module}", name) for gym in ("gym", "gymnasium") for module, name in (
+        ("box", "Box"), ("discrete", "Discrete"), ("dict", "Dict"), ("tuple", "Tuple"),
+        ("multi_discrete", "MultiDiscrete"), ("multi_binary", "MultiBinary"))),
+    ("collections", "OrderedDict"),
+})
+
+
+def _where(module: str) -> str:
+    """Where an allow-listed global lives here: ``gym`` is ``gymnasium``; numpy 2 keeps
+    ``numpy.core``'s modules as ``numpy._core``."""
+    if _is_gym(module):
+        return "gymnasium" + module[3:]
+    if module.startswith("numpy.core.") and importlib.util.find_spec("numpy._core") is not None:
+        return "numpy._core." + module[len("numpy.core."):]
+    return module
+
+
+class _StatsUnpickler(pickle.Unpickler):
+    """An unpickler that builds only :data:`_STATS_GLOBALS`: a file naming anything else
+    (a function to call on load) is refused before anything of it runs."""
+
+    def __init__(self, file: Any, path: Path, what: str) -> None:
+        super().__init__(file)
+        self._path, self._what = path, what
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _STATS_GLOBALS:
+            raise PolicyError(
+                f"{self._what} {str(self._path)!r} pickles {module}.{name}, which is not part "
+                "of VecNormalize statistics, so it is not unpickled (it could run code); if you "
+                "trust the file, load it in full: as_policy(path, trusted=True) or --rl-trusted")
+        return getattr(importlib.import_module(_where(module)), name)
+
+
+def unpickle(path: str | Path, what: str, *, trusted: bool = False) -> Any:
     """Unpickle ``path`` (a ``what``, for messages) with ``gym`` read as ``gymnasium``.
 
-    Errors name the file and the real cause: a folder, a YAML or text file, a missing
-    module (and which), a damaged file.
+    By default only VecNormalize statistics can be read (an allow-listed unpickler,
+    :data:`_STATS_GLOBALS`); ``trusted=True`` unpickles anything, running what the file
+    says to run. Errors name the file and the real cause: a folder, a YAML or text file,
+    a missing module (and which), a damaged file, a class off the allow-list.
     """
     path = Path(path)
     if path.is_dir():
@@ -102,7 +156,9 @@ def unpickle(path: str | Path, what: str) -> Any:
                           "(a zoo folder keeps it as vecnormalize.pkl)")
     try:
         with gym_as_gymnasium(), path.open("rb") as f:
-            return pickle.load(f)
+            return pickle.load(f) if trusted else _StatsUnpickler(f, path, what).load()
+    except PolicyError:
+        raise
     except ModuleNotFoundError as exc:
         raise PolicyError(
             f"cannot read {what} {str(path)!r}: it was pickled with module {exc.name!r}, which "

@@ -108,9 +108,12 @@ def _stats_file(path: Path) -> Path:
     return found[0]
 
 
-def load_vec_normalize(vec_normalize: Any) -> Any:
+def load_vec_normalize(vec_normalize: Any, *, trusted: bool = False) -> Any:
     """A copy of a ``VecNormalize`` as given, or one read from the path of one saved with
     ``.save()`` (under old ``gym`` too), with training and reward normalisation off.
+
+    A file is read through an allow-listed unpickler that builds VecNormalize statistics
+    and nothing else (:func:`~.pickles.unpickle`); ``trusted=True`` unpickles it in full.
 
     A given object is copied, statistics included: it is usually the training env, which
     must keep updating its statistics and normalising rewards after an audit, and the
@@ -125,7 +128,7 @@ def load_vec_normalize(vec_normalize: Any) -> Any:
             if name in vars(loaded):
                 setattr(loaded, name, copy.deepcopy(getattr(loaded, name)))
     else:
-        loaded = unpickle(_stats_file(Path(vec_normalize)), "VecNormalize")
+        loaded = unpickle(_stats_file(Path(vec_normalize)), "VecNormalize", trusted=trusted)
         if not hasattr(loaded, "normalize_obs"):
             raise PolicyError(f"{str(vec_normalize)!r} does not hold a VecNormalize "
                               f"(got {type(loaded).__name__})")
@@ -158,11 +161,11 @@ def _obs_scale(vec_normalize: Any) -> tuple[np.ndarray, np.ndarray, float] | Non
 
 class NormalizedPolicy(PolicyWrapper):
     """Observations normalised with a ``VecNormalize``'s statistics before ``policy``
-    (its ``normalize_obs``, bit for bit)."""
+    (its ``normalize_obs``, bit for bit). ``trusted``: see :func:`load_vec_normalize`."""
 
-    def __init__(self, policy: CorePolicy, vec_normalize: Any) -> None:
+    def __init__(self, policy: CorePolicy, vec_normalize: Any, *, trusted: bool = False) -> None:
         super().__init__(policy)
-        self.vec_normalize = load_vec_normalize(vec_normalize)
+        self.vec_normalize = load_vec_normalize(vec_normalize, trusted=trusted)
         self._scale: tuple[np.ndarray, np.ndarray, float] | None = None
 
     def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:

@@ -22,6 +22,7 @@ from .base import BasePolicy
 from .pickles import gym_as_gymnasium
 from .sb3_fast import batch_rows, flat_obs, plain_predict, plain_sac, row
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads
+from .untrusted import TRUST_HINT, weights_only_objects
 
 __all__ = ["SB3Policy", "load_sb3", "canonical_algo", "trained_with_vec_normalize"]
 
@@ -328,12 +329,22 @@ Spaces = Callable[[], "tuple[spaces.Space[Any], spaces.Space[Any]]"]
 
 
 def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
-             spaces_of_env: Spaces | None = None) -> Any:
+             spaces_of_env: Spaces | None = None, trusted: bool = False,
+             config_kwargs: Any = None) -> Any:
     """Load an SB3 model from a ``.zip``, reading the algorithm from the file if not given.
 
-    Files saved under old ``gym`` load too: ``gym`` is read as ``gymnasium``
-    (:mod:`.pickles`), and when the pickled spaces still cannot be read, the spaces of
-    the env it will be audited on (``spaces_of_env()``) stand in for them, as SB3's
+    By default nothing pickled in the file is unpickled (:mod:`.untrusted`): the spaces
+    are the env's (``spaces_of_env()``, the spaces of the env it will be audited on; or,
+    without one, those the file describes in readable fields), the policy class and
+    ``policy_kwargs`` are rebuilt from readable fields and allow-lists, and the weights
+    are read with ``torch.load(weights_only=True)``. What that cannot rebuild (a policy
+    class or activation of one's own) is an error naming ``trusted``. ``config_kwargs``:
+    the ``policy_kwargs`` of a zoo folder's ``config.yml``, read (as data) where the
+    file's own readable fields do not say.
+
+    ``trusted=True`` loads the way SB3 does, running the pickles: files saved under old
+    ``gym`` load too (``gym`` is read as ``gymnasium``, :mod:`.pickles`), and when the
+    pickled spaces still cannot be read, the env's spaces stand in for them, as SB3's
     ``custom_objects``. For example ``load_sb3("examples/ppo_cartpole.zip")`` returns the
     bundled PPO model.
     """
@@ -345,7 +356,11 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
     algo = canonical_algo(algo) if algo else _algo_from_zip(path, data)
     cls = _algo_class(algo)
     custom: dict[str, Any] = dict(_SCHEDULES)
-    why = _unreadable_spaces(data)
+    why = None
+    if not trusted:
+        custom = weights_only_objects(path, data, cls, custom, spaces_of_env, config_kwargs)
+    else:
+        why = _unreadable_spaces(data)
     if why is not None:
         if spaces_of_env is None:
             raise PolicyError(
@@ -365,10 +380,14 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
             f"{exc.name!r}, which is not installed here; install the package that provides it"
         ) from exc
     except Exception as exc:
+        hint = ("is algo right?" if given else "the env's spaces stood in for the pickled ones: "
+                "is this the env it was trained on?" if why or not trusted else
+                "is it an intact SB3 model zip?")
+        if not trusted:
+            hint += (" (loaded without running its pickles: the policy was rebuilt from the "
+                     "env's spaces and the file's readable settings; " + TRUST_HINT + ")")
         raise PolicyError(
-            f"cannot load {str(path)!r} as a {algo} model ({type(exc).__name__}: {exc}); "
-            + ("is algo right?" if given else "the env's spaces stood in for the pickled ones: is "
-               "this the env it was trained on?" if why else "is it an intact SB3 model zip?")
+            f"cannot load {str(path)!r} as a {algo} model ({type(exc).__name__}: {exc}); " + hint
         ) from exc
 
 

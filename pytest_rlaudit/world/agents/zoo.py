@@ -66,7 +66,8 @@ def read_yaml(path: Path) -> dict[str, Any]:
 @dataclass(frozen=True)
 class SavedRun:
     """One trained agent on disk: its model file, the algorithm when the folder says it,
-    VecNormalize statistics, the frame stack and what it needs of its env."""
+    VecNormalize statistics, the frame stack, what it needs of its env and the
+    ``policy_kwargs`` its config.yml gives."""
 
     model: Path
     algo: str | None = None
@@ -74,6 +75,7 @@ class SavedRun:
     frame_stack: int = 0
     needs: EnvNeeds = field(default_factory=EnvNeeds)
     label: str = ""
+    policy_kwargs: Any = None  # config.yml's, as written (text or mapping)
 
 
 def _config_dir(folder: Path, model: Path | None) -> Path | None:
@@ -183,4 +185,5 @@ def read_saved_run(path: str | Path) -> SavedRun:
         needs=EnvNeeds(trained_on=_trained_on(args, folder, config_dir),
                        env_kwargs=dict(env_kwargs), wrappers=_wrappers(hyper.get("env_wrapper"))),
         label=folder.name if zoo else model.name,
+        policy_kwargs=hyper.get("policy_kwargs"),
     )

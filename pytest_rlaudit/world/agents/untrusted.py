@@ -1,0 +1,414 @@
+"""Loading a stable-baselines3 ``.zip`` without running any code it holds.
+
+An SB3 ``.zip`` stores its settings in a JSON ``data`` file, but what JSON cannot hold
+(the spaces, the policy class, ``policy_kwargs`` with an activation class in it, the
+learning-rate schedule, the replay-buffer class...) is a base64 cloudpickle string
+(``":serialized:"``) that SB3's ``load`` unpickles: a model downloaded from anywhere can
+run anything on load. By default none of it is unpickled here
+(:func:`weights_only_objects` stands in for every pickled entry, and SB3's ``load`` takes
+the stand-ins instead, as its ``custom_objects`` are documented to do):
+
+- the spaces are the env's the agent is audited on (images channel-first, as SB3 trains
+  on them), checked against the shape and bounds the file writes beside the pickle; with
+  no env, they are rebuilt from those readable fields (``Box`` and ``Discrete``);
+- the policy class is read from the pickle's opcodes, without running them
+  (:func:`pickled_global`): a reference to one of the algorithm's own policy classes
+  (``policy_aliases``) is taken, anything else is refused;
+- ``policy_kwargs`` come from the readable fields SB3 writes beside its pickle (a zoo
+  ``config.yml``'s, read as data, where those do not say); the
+  classes named there (``activation_fn``, ``features_extractor_class``,
+  ``optimizer_class``) are taken from allow-lists by name, never imported
+  (:func:`allowed_class`);
+- schedules and training state (buffers, last observations, the replay buffer's class)
+  take the values a new model of the algorithm starts with: inference never uses them.
+
+The weights themselves are ``.pth`` files read with ``torch.load(weights_only=True)``
+(SB3's loader, and torch's default since 2.6). VecNormalize statistics go through an
+allow-listed unpickler (:func:`~.pickles.unpickle`).
+
+What cannot be rebuilt this way (a policy class or an activation of one's own) is a
+:class:`~pytest_rlaudit.errors.PolicyError` that names ``trusted=True`` /
+``--rl-trusted``, SB3's full load, for files one trusts.
+
+>>> allowed_class("activation_fn", "<class 'torch.nn.modules.activation.Tanh'>").__name__
+'Tanh'
+>>> allowed_class("activation_fn", "nn.ReLU").__name__, allowed_class("activation_fn", "os.system")
+('ReLU', None)
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import binascii
+import pickletools
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ...errors import PolicyError
+
+__all__ = ["TRUST_HINT", "allowed_class", "config_policy_kwargs", "pickled_global",
+           "weights_only_objects", "untrusted_error"]
+
+#: How to load a file in full, for the errors that need it.
+TRUST_HINT = ("if you trust the file, load it in full (SB3's own load, which runs the code "
+              "pickled in it): as_policy(path, trusted=True) or --rl-trusted")
+
+_CLASS_REPR = re.compile(r"^<class '([\w.]+)'>$")
+#: Module spellings of torch's activations and optimizers, besides each class's own module.
+_TORCH_ALIASES = {"activation_fn": ("torch.nn", "th.nn", "nn"),
+                  "optimizer_class": ("torch.optim", "th.optim", "optim")}
+
+
+def untrusted_error(path: Path, why: str) -> PolicyError:
+    """The error for a file that cannot be loaded without running its code."""
+    return PolicyError(f"cannot load {str(path)!r} without running code pickled in it: {why}; "
+                       + TRUST_HINT)
+
+
+def _allowed(kind: str) -> dict[str, type]:
+    """The classes a ``policy_kwargs`` entry ``kind`` may name, by class name."""
+    import torch
+    from torch import nn
+
+    if kind == "activation_fn":
+        from torch.nn.modules import activation
+
+        found: dict[str, type] = {name: obj for name, obj in vars(activation).items()
+                 if isinstance(obj, type) and issubclass(obj, nn.Module)
+                 and obj.__module__ == activation.__name__ and name != "MultiheadAttention"}
+        found["Identity"] = nn.Identity
+        return found
+    if kind == "optimizer_class":
+        from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+        optimizers: dict[str, type] = {name: obj for name, obj in vars(torch.optim).items()
+                 if isinstance(obj, type) and issubclass(obj, torch.optim.Optimizer)
+                 and obj is not torch.optim.Optimizer}
+        optimizers["RMSpropTFLike"] = RMSpropTFLike
+        return optimizers
+    if kind == "features_extractor_class":
+        from stable_baselines3.common import torch_layers
+
+        return {c.__name__: c for c in (torch_layers.FlattenExtractor, torch_layers.NatureCNN,
+                                        torch_layers.CombinedExtractor)}
+    return {}
+
+
+_ALLOWED_WORDS = {"activation_fn": "torch.nn's activations",
+                  "features_extractor_class": "SB3's FlattenExtractor, NatureCNN and "
+                                              "CombinedExtractor",
+                  "optimizer_class": "torch.optim's optimizers"}
+
+
+def allowed_class(kind: str, text: Any) -> type | None:
+    """The class ``text`` names for the ``policy_kwargs`` entry ``kind``, if it is on that
+    entry's allow-list (torch.nn's activations; torch.optim's optimizers and SB3's
+    ``RMSpropTFLike``; SB3's own feature extractors), else None. ``text`` is SB3's
+    ``"<class 'torch.nn.modules.activation.Tanh'>"`` or a zoo config's ``nn.Tanh``, or
+    the bare ``Tanh``; nothing is imported by that name."""
+    if not isinstance(text, str):
+        return None
+    match = _CLASS_REPR.match(text.strip())
+    dotted = match.group(1) if match else text.strip()
+    module, _, name = dotted.rpartition(".")
+    cls = _allowed(kind).get(name)
+    if cls is None:
+        return None
+    if module and module != cls.__module__ and module not in _TORCH_ALIASES.get(kind, ()):
+        return None
+    return cls
+
+
+#: Opcodes that only frame or memoize a pickle: a reference to a global is these, the
+#: two strings naming it and STACK_GLOBAL (or one GLOBAL).
+_FRAMING = frozenset({"PROTO", "FRAME", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT", "STOP"})
+_STRINGS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"})
+
+
+def pickled_global(serialized: str) -> tuple[str, str] | None:
+    """``(module, name)`` when the base64 pickle ``serialized`` is nothing but a reference
+    to a global (a class pickled by name), else None (a class pickled by value, as
+    cloudpickle pickles one defined in ``__main__``, or anything else). The opcodes are
+    read, never run.
+
+    >>> import pickle
+    >>> from collections import OrderedDict
+    >>> pickled_global(base64.b64encode(pickle.dumps(OrderedDict)).decode())
+    ('collections', 'OrderedDict')
+    >>> pickled_global(base64.b64encode(pickle.dumps(OrderedDict(a=1))).decode()) is None
+    True
+    """
+    try:
+        ops = [(op.name, arg) for op, arg, _ in
+               pickletools.genops(base64.b64decode(serialized.encode(), validate=True))]
+    except (ValueError, binascii.Error):
+        return None
+    significant = [(name, arg) for name, arg in ops if name not in _FRAMING]
+    if len(significant) == 1 and significant[0][0] == "GLOBAL":
+        module, _, name = str(significant[0][1]).partition(" ")
+        return module, name
+    if len(significant) == 3 and significant[2][0] == "STACK_GLOBAL" and all(
+            op in _STRINGS for op, _ in significant[:2]):
+        return str(significant[0][1]), str(significant[1][1])
+    return None
+
+
+def _policy_class(path: Path, entry: Any, algo_cls: Any) -> Any:
+    """The policy class a zip's ``policy_class`` entry names, among the algorithm's own."""
+    allowed = {c for c in algo_cls.policy_aliases.values()}
+    named = pickled_global(entry.get(":serialized:", "")) if isinstance(entry, dict) else None
+    if named is not None:
+        module, name = named
+        for cls in allowed:
+            if (cls.__module__, cls.__qualname__) == (module, name):
+                return cls
+        for cls in allowed:  # moved within SB3 or sb3-contrib since the file was saved
+            if cls.__qualname__ == name and module.startswith(("stable_baselines3.", "sb3_contrib.")):
+                return cls
+    what = f"{named[0]}.{named[1]}" if named else "a class pickled by value"
+    raise untrusted_error(path, (
+        f"its policy class is {what}, not one of {algo_cls.__name__}'s own "
+        f"({', '.join(sorted(c.__name__ for c in allowed))})"))
+
+
+def _literal(node: ast.AST) -> Any:
+    """A config value's expression as data, evaluating nothing: ``dict(...)`` with keywords,
+    dicts, lists, tuples, constants, negative numbers; a name (``nn.ReLU``) as its text."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _literal(node.operand)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(item) for item in node.elts]
+    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
+        pairs = zip(node.keys, node.values, strict=True)
+        return {_literal(key): _literal(value) for key, value in pairs if key is not None}
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
+            and not node.args and all(k.arg for k in node.keywords)):
+        return {k.arg: _literal(k.value) for k in node.keywords}
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_literal(node.value)}.{node.attr}"
+    raise ValueError(f"not a literal: {ast.dump(node)}")
+
+
+def config_policy_kwargs(value: Any) -> dict[str, Any]:
+    """An rl-baselines3-zoo ``config.yml``'s ``policy_kwargs`` (the text
+    ``"dict(activation_fn=nn.ReLU, net_arch=[64, 64])"`` or a mapping) as a dict, read,
+    never evaluated: names stay text, for :func:`allowed_class`. ``{}`` when it is not
+    plain data.
+
+    >>> config_policy_kwargs("dict(log_std_init=-2, activation_fn=nn.ReLU, net_arch=dict(pi=[8]))")
+    {'log_std_init': -2, 'activation_fn': 'nn.ReLU', 'net_arch': {'pi': [8]}}
+    >>> config_policy_kwargs("__import__('os').system('true')")
+    {}
+    """
+    if isinstance(value, dict):
+        return dict(value)
+    if not isinstance(value, str):
+        return {}
+    try:
+        read = _literal(ast.parse(value.strip(), mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    return read if isinstance(read, dict) else {}
+
+
+def _looks_like_repr(value: str) -> bool:
+    """A readable field SB3 wrote with ``str()`` because JSON could not hold the value."""
+    return value.startswith(("<", "{", "[", "(")) or "object at 0x" in value
+
+
+def readable_policy_kwargs(path: Path, entry: Any,
+                           config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``policy_kwargs`` from a zip's ``data``: a plain JSON dict as it is, or the readable
+    fields SB3 writes beside a pickled one, with the classes they name resolved through
+    :func:`allowed_class`. Where a field cannot be read so, the same key of ``config``
+    (a zoo ``config.yml``'s ``policy_kwargs``, :func:`config_policy_kwargs`) is taken
+    when it can. An optimizer off the allow-list is left out with its
+    ``optimizer_kwargs`` (the default optimizer is built instead: inference never steps
+    it); any other class, or a value only a pickle holds, is refused."""
+    config = config or {}
+    if entry is None:
+        return {}
+    if not isinstance(entry, dict):
+        raise untrusted_error(path, f"its policy_kwargs is a {type(entry).__name__}")
+    fields = {k: v for k, v in entry.items() if k not in (":type:", ":serialized:")}
+    if ":serialized:" in entry and entry.get(":type:") not in ("<class 'dict'>", None):
+        raise untrusted_error(path, f"its policy_kwargs is a {entry.get(':type:')}")
+    out: dict[str, Any] = {}
+    dropped_optimizer = False
+    for key, value in fields.items():
+        if key in ("activation_fn", "features_extractor_class", "optimizer_class"):
+            cls = allowed_class(key, value)
+            if cls is None and not _CLASS_REPR.match(str(value)):  # unsaid, not another class
+                cls = allowed_class(key, config.get(key))
+            if cls is None and key == "optimizer_class":
+                dropped_optimizer = True
+                continue
+            if cls is None:
+                raise untrusted_error(path, (
+                    f"its policy_kwargs' {key} is {value}, which is not one of those rebuilt "
+                    f"by name ({_ALLOWED_WORDS[key]})"))
+            out[key] = cls
+        elif isinstance(value, str) and _looks_like_repr(value):
+            if key in config and not isinstance(config[key], str):
+                out[key] = config[key]
+                continue
+            raise untrusted_error(path, f"its policy_kwargs' {key} is {value}, which only "
+                                        "its pickle holds")
+        else:
+            out[key] = value
+    if dropped_optimizer:
+        out.pop("optimizer_kwargs", None)
+    return out
+
+
+def _floats(text: Any, size: int) -> np.ndarray | None:
+    """The numbers of a numpy array's ``str()`` (as SB3 writes a space's bounds), when it
+    holds ``size`` of them (one broadcast) and is not summarised with ``...``."""
+    if isinstance(text, (int, float)):
+        return np.full(size, float(text))
+    if not isinstance(text, str) or "..." in text:
+        return None
+    try:
+        values = np.array([float(v) for v in text.replace("[", " ").replace("]", " ").split()])
+    except ValueError:
+        return None
+    if values.size == 1:
+        return np.full(size, values[0])
+    return values if values.size == size else None
+
+
+def readable_space(entry: Any) -> spaces.Space[Any] | None:
+    """The ``Box`` or ``Discrete`` space SB3's readable fields beside a pickled space
+    describe (``n``; ``shape``, ``dtype``, ``low``, ``high``), or None when they do not
+    describe one fully.
+
+    >>> readable_space({":type:": "<class 'gym.spaces.discrete.Discrete'>", "n": 2})
+    Discrete(2)
+    >>> readable_space({":type:": "<class 'gymnasium.spaces.box.Box'>", "dtype": "float32",
+    ...                 "_shape": [1], "low": "[-2.]", "high": "[2.]"})
+    Box(-2.0, 2.0, (1,), float32)
+    """
+    if not isinstance(entry, dict):
+        return None
+    kind = str(entry.get(":type:", ""))
+    try:
+        if kind.endswith(".Discrete'>"):
+            return spaces.Discrete(int(entry["n"]), start=int(entry.get("start") or 0))
+        if kind.endswith(".Box'>"):
+            raw = entry.get("_shape", entry.get("shape"))
+            if not isinstance(raw, list):
+                return None
+            shape = tuple(int(s) for s in raw)
+            dtype = np.dtype(str(entry["dtype"]))
+            size = int(np.prod(shape))
+            low, high = _floats(entry.get("low"), size), _floats(entry.get("high"), size)
+            if low is None or high is None:
+                return None
+            return spaces.Box(low.reshape(shape).astype(dtype), high.reshape(shape).astype(dtype),
+                              shape, dtype)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None
+
+
+def _channels_first(space: spaces.Space[Any]) -> spaces.Space[Any]:
+    """``space`` as SB3 trains on it: channel-last images transposed (``VecTransposeImage``)."""
+    from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+    from stable_baselines3.common.vec_env import VecTransposeImage
+
+    if isinstance(space, spaces.Dict):
+        return spaces.Dict({key: _channels_first(sub) for key, sub in space.spaces.items()})
+    if is_image_space(space) and not is_image_space_channels_first(space):  # type: ignore[arg-type]
+        transposed: spaces.Space[Any] = VecTransposeImage.transpose_space(space)  # type: ignore[arg-type]
+        return transposed
+    return space
+
+
+def _summary(space: spaces.Space[Any]) -> str:
+    shape = getattr(space, "shape", None)
+    return f"{type(space).__name__}({getattr(space, 'n', '')}{tuple(shape) if shape else ''})"
+
+
+def _check_fits(path: Path, key: str, saved: spaces.Space[Any] | None,
+                env: spaces.Space[Any]) -> None:
+    """The env's space where the file's readable fields describe another: a wrong env."""
+    if saved is None:
+        return
+    same = type(saved) is type(env) and saved.shape == env.shape and (
+        getattr(saved, "n", None) == getattr(env, "n", None))
+    if same and isinstance(saved, spaces.Box) and isinstance(env, spaces.Box) and key == "action_space":
+        same = bool(np.allclose(saved.low, env.low, rtol=1e-6) and np.allclose(
+            saved.high, env.high, rtol=1e-6))
+    if not same:
+        what = "observations" if key == "observation_space" else "actions"
+        raise PolicyError(
+            f"{str(path)!r} was saved for {what} {saved} but the env's are {env}: is this the "
+            "env it was trained on?")
+
+
+Spaces = Callable[[], "tuple[spaces.Space[Any], spaces.Space[Any]]"]
+
+
+def _spaces(path: Path, data: dict[str, Any],
+            spaces_of_env: Spaces | None) -> tuple[spaces.Space[Any], spaces.Space[Any]]:
+    """The model's spaces: the env's (checked against the file's readable fields), else
+    those fields' own."""
+    saved = [readable_space(data.get(key)) for key in ("observation_space", "action_space")]
+    if spaces_of_env is not None:
+        obs, act = spaces_of_env()
+        obs = _channels_first(obs)
+        _check_fits(path, "observation_space", saved[0], obs)
+        _check_fits(path, "action_space", saved[1], act)
+        return obs, act
+    if saved[0] is None or saved[1] is None:
+        kinds = [str(data.get(k, {}).get(":type:", "none")) if isinstance(data.get(k), dict)
+                 else "none" for k in ("observation_space", "action_space")]
+        raise PolicyError(
+            f"cannot load {str(path)!r} without running code pickled in it: its spaces "
+            f"({', '.join(kinds)}) are not described in full beside their pickles. Give the "
+            "env it is audited on, whose spaces stand in for them: audit(path, env) or "
+            "as_policy(path, env=env); or, " + TRUST_HINT)
+    return saved[0], saved[1]
+
+
+def weights_only_objects(path: Path, data: dict[str, Any], algo_cls: Any,
+                         schedules: dict[str, Any], spaces_of_env: Spaces | None,
+                         config_kwargs: Any = None) -> dict[str, Any]:
+    """A stand-in for every pickled entry of a zip's ``data`` (see the module docstring),
+    to pass to SB3's ``load`` as ``custom_objects`` so that it unpickles none of them.
+    ``schedules``: the stand-ins for the training schedules; ``config_kwargs``: a zoo
+    ``config.yml``'s ``policy_kwargs``, for what the zip's readable fields do not say."""
+    policy_class = _policy_class(path, data.get("policy_class"), algo_cls)
+    fresh = algo_cls(policy=policy_class, env=None, device="cpu", _init_setup_model=False)
+    obs, act = _spaces(path, data, spaces_of_env)
+    custom: dict[str, Any] = {"policy_class": policy_class, "observation_space": obs,
+                              "action_space": act,
+                              "policy_kwargs": readable_policy_kwargs(
+                                  path, data.get("policy_kwargs"),
+                                  config_policy_kwargs(config_kwargs))}
+    for key, entry in data.items():
+        if key in custom or not (isinstance(entry, dict) and ":serialized:" in entry):
+            continue
+        if key in schedules:
+            custom[key] = schedules[key]
+        elif key == "_last_original_obs":
+            # Only its presence is read: SB3 keeps it when trained inside a VecNormalize.
+            custom[key] = np.zeros(0, dtype=np.float32)
+        elif key == "target_entropy":
+            # A number once set up (SAC, TQC, CrossQ): a new model's "auto" would read an env.
+            custom[key] = -float(np.prod(getattr(act, "shape", ()) or (1,)))
+        else:
+            custom[key] = vars(fresh).get(key)
+    return custom
