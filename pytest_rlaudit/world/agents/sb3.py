@@ -22,9 +22,9 @@ from .base import BasePolicy
 from .pickles import gym_as_gymnasium
 from .sb3_fast import batch_rows, flat_obs, plain_predict, plain_sac, row
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads
-from .untrusted import TRUST_HINT, weights_only_objects
+from .untrusted import TRUST_HINT, pickled_global, weights_only_objects
 
-__all__ = ["SB3Policy", "load_sb3", "canonical_algo", "trained_with_vec_normalize"]
+__all__ = ["SB3Policy", "load_sb3", "canonical_algo", "trained_with_vec_normalize", "uses_her"]
 
 _SB3_ALGOS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
 _CONTRIB_ALGOS = ("RecurrentPPO", "MaskablePPO", "QRDQN", "TQC", "TRPO", "ARS", "CrossQ")
@@ -254,6 +254,32 @@ _SCHEDULES = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": 
               "exploration_schedule": lambda _: 0.0}
 
 
+def uses_her(data: dict[str, Any]) -> bool:
+    """Whether a zip's ``data`` says it was trained with SB3's ``HerReplayBuffer``
+    (goal-conditioned agents: the zoo's TQC/SAC + HER), read from the pickle's opcodes
+    without running them.
+
+    >>> entry = {":serialized:": base64.b64encode(pickle.dumps(zipfile.ZipFile)).decode()}
+    >>> uses_her({"replay_buffer_class": entry})
+    False
+    """
+    entry = data.get("replay_buffer_class")
+    if not isinstance(entry, dict):
+        return False
+    named = pickled_global(str(entry.get(":serialized:", "")))
+    return (named is not None and named[1] == "HerReplayBuffer") or (
+        str(entry.get("__module__", "")).endswith("her_replay_buffer"))
+
+
+#: Replay-buffer settings a HER model is loaded with. SB3 builds a model's replay buffer
+#: on load, and a ``HerReplayBuffer`` needs the training env (its ``compute_reward``):
+#: without one SB3 stops ("You must pass an environment when using HerReplayBuffer").
+#: Inference never reads the buffer, so SB3's plain one for Dict observations stands in,
+#: without HER's settings (the zoo's ``enjoy`` passes the env instead, which a policy
+#: audited on its own, or on another env's variant, cannot).
+_HER_STAND_INS = {"replay_buffer_class": None, "replay_buffer_kwargs": {}}
+
+
 def canonical_algo(name: str) -> str:
     """The SB3 class name of ``name`` in any case, or its rl-baselines3-zoo folder name.
 
@@ -368,7 +394,10 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
                 "stand in for the pickled ones: audit(path, env) or as_policy(path, env=env)"
             )
         custom["observation_space"], custom["action_space"] = spaces_of_env()
-    extra = {"buffer_size": 1, "optimize_memory_usage": False} if algo in _OFF_POLICY else {}
+    extra: dict[str, Any] = (
+        {"buffer_size": 1, "optimize_memory_usage": False} if algo in _OFF_POLICY else {})
+    if algo in _OFF_POLICY and uses_her(data):
+        extra.update(_HER_STAND_INS)
     try:
         with gym_as_gymnasium(), warnings.catch_warnings():
             # SB3 warns of every training-only object it cannot unpickle; none is used here.
@@ -380,15 +409,28 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
             f"{exc.name!r}, which is not installed here; install the package that provides it"
         ) from exc
     except Exception as exc:
-        hint = ("is algo right?" if given else "the env's spaces stood in for the pickled ones: "
-                "is this the env it was trained on?" if why or not trusted else
-                "is it an intact SB3 model zip?")
+        hint = _load_hint(path, data, algo if given else None, env_spaces=bool(why or not trusted))
         if not trusted:
             hint += (" (loaded without running its pickles: the policy was rebuilt from the "
                      "env's spaces and the file's readable settings; " + TRUST_HINT + ")")
         raise PolicyError(
             f"cannot load {str(path)!r} as a {algo} model ({type(exc).__name__}: {exc}); " + hint
         ) from exc
+
+
+def _load_hint(path: Path, data: dict[str, Any], given: str | None, *, env_spaces: bool) -> str:
+    """What to check when SB3's load failed: the algorithm only when the one given is not
+    the one the file names (a HER model's failure is not the algorithm's, for one)."""
+    if given is not None:
+        try:
+            saved = _algo_from_zip(path, data)
+        except PolicyError:
+            saved = None
+        if saved is not None and saved != given:
+            return f"the file was saved by {saved}, not {given}: is algo right?"
+    if env_spaces:
+        return "the env's spaces stood in for the pickled ones: is this the env it was trained on?"
+    return "is it an intact SB3 model zip?"
 
 
 def trained_with_vec_normalize(model: Any) -> bool:
