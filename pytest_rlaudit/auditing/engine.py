@@ -132,7 +132,8 @@ class Engine:
         if not scenario.needs_spread:
             return scenario
         first = range(self.settings.episodes)
-        return scenario.calibrated(observation_spread(self.nominal(first).observations))
+        return scenario.calibrated(observation_spread(self.nominal(first).observations,
+                                                      scenario.params.get("keys")))
 
     def random(self, episodes: int) -> np.ndarray:
         """A uniform random policy's returns on the first ``episodes`` episodes, once."""

@@ -106,8 +106,10 @@ def run_episodes(
     recorded = set(s.name for s in scenarios) if record is True else set(record or ())
     out = pool(policy, env, first, episodes, seed=seed, batch_size=batch_size,
                max_steps=max_steps, record=recorded | {NOMINAL.name})
-    spread = observation_spread(out[NOMINAL.name].observations)
-    out.update(pool(policy, env, [s.calibrated(spread) for s in later], episodes,
+    seen = out[NOMINAL.name].observations
+    # each scenario measured on the keys of a Dict observation it acts on (its keys=)
+    out.update(pool(policy, env, [s.calibrated(observation_spread(seen, s.params.get("keys")))
+                                  for s in later], episodes,
                     seed=seed, batch_size=batch_size, max_steps=max_steps, record=recorded))
     return {s.name: out[s.name] for s in scenarios}
 

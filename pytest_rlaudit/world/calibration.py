@@ -13,7 +13,7 @@ those depend only on agent, env, seed and episode index.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,12 +35,44 @@ def definition(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k not in CALIBRATED}
 
 
-def observation_spread(episodes: Iterable[Sequence[Any]]) -> tuple[float, ...] | None:
+def observation_spread(episodes: Iterable[Any],
+                       keys: Sequence[str] | str | None = None) -> tuple[float, ...] | None:
     """The standard deviation of each observation element over every observation of
     ``episodes`` (each a sequence of array observations, in episode order), or None when
-    the observations are not float arrays (images keep the range as their unit)."""
-    frames = [np.asarray(obs) for episode in episodes for obs in episode]
+    the observations are not float arrays (images keep the range as their unit).
+
+    Dict observations (a goal-conditioned agent's; an episode is then a dict of arrays,
+    one row per step) are measured in the keys the noise acts on: ``keys`` as the
+    scenario gives them, by default every key but ``desired_goal``
+    (:func:`~.perturbations.keys.observed_keys`), one value per element of each key in
+    sorted key order; None unless all of them are float.
+
+    >>> goal = {"observation": np.array([[0.0], [2.0]]), "desired_goal": np.array([[5.0], [9.0]])}
+    >>> observation_spread([goal]), observation_spread([goal], keys=["desired_goal"])
+    ((1.0,), (2.0,))
+    """
+    listed = list(episodes)
+    if listed and isinstance(listed[0], Mapping):
+        return _dict_spread(listed, keys)
+    frames = [np.asarray(obs) for episode in listed for obs in episode]
     if not frames or not np.issubdtype(frames[0].dtype, np.floating):
         return None
     stacked = np.stack(frames).astype(np.float64).reshape(len(frames), -1)
     return tuple(float(v) for v in stacked.std(axis=0))
+
+
+def _dict_spread(episodes: list[Mapping[str, Any]],
+                 keys: Sequence[str] | str | None) -> tuple[float, ...] | None:
+    """:func:`observation_spread` of episodes of Dict observations (dicts of arrays)."""
+    from .perturbations.keys import observed_keys
+
+    chosen = observed_keys(episodes[0], keys, owner="the noise's calibration")
+    columns = []
+    for key in chosen:
+        rows = [np.asarray(episode[key]) for episode in episodes]
+        if not np.issubdtype(rows[0].dtype, np.floating):
+            return None
+        columns.append(np.concatenate([r.reshape(len(r), -1) for r in rows]).astype(np.float64))
+    if not columns:
+        return None
+    return tuple(float(v) for v in np.concatenate(columns, axis=1).std(axis=0))

@@ -3,6 +3,7 @@ checks, noisy actions, the generator of each wrapper and its reseeding."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
@@ -14,7 +15,7 @@ from ..._seeding import stable_hash
 from ...errors import PerturbationError
 
 __all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation",
-           "held_frame", "check_scale", "SCALES"]
+           "held_frame", "check_scale", "SCALES", "require_box"]
 
 try:
     from gymnasium.wrappers import RepeatAction
@@ -47,10 +48,12 @@ def hold(env: gym.Env, action: Any, k: int) -> tuple[Any, float, bool, bool, dic
 SCALES = ("relative", "absolute")
 
 
-def check_scale(owner: str, scale: Any, spread: Any,
-                space: spaces.Space[Any]) -> tuple[str, tuple[float, ...] | None]:
+def check_scale(owner: str, scale: Any, spread: Any, space: spaces.Space[Any],
+                size: int | None = None) -> tuple[str, tuple[float, ...] | None]:
     """``(scale, spread)`` checked: relative noise needs one finite spread >= 0 per
-    observation element (audits calibrate it); absolute noise takes none."""
+    observation element (audits calibrate it; ``size`` elements, by default those of
+    ``space``: for a Dict, those of the keys the noise acts on); absolute noise takes
+    none."""
     if scale not in SCALES:
         raise PerturbationError(f"{owner}: scale must be 'relative' or 'absolute', got {scale!r}")
     if scale == "absolute":
@@ -65,7 +68,8 @@ def check_scale(owner: str, scale: Any, spread: Any,
             "pytest_rlaudit.world.calibration.observation_spread computes it), or "
             "scale='absolute' for raw units")
     values = np.asarray(spread, dtype=np.float64).ravel()
-    size = int(np.prod(getattr(space, "shape", ()) or (1,)))
+    if size is None:
+        size = int(np.prod(getattr(space, "shape", ()) or (1,)))
     if values.size != size or not np.all(np.isfinite(values)) or np.any(values < 0):
         raise PerturbationError(
             f"{owner}: spread must hold {size} finite values >= 0 (one per observation "
@@ -110,6 +114,8 @@ def held_frame(obs: Any) -> Any:
     """``obs`` as a wrapper keeps it to show again later (a delayed or frozen frame): a
     copy of an array, since an env may render every frame into one reused buffer and
     the held frame must stay the frame it was; other observations are kept as they are."""
+    if isinstance(obs, Mapping):  # a Dict observation: each array held as above
+        return {key: held_frame(value) for key, value in obs.items()}
     return obs.copy() if isinstance(obs, np.ndarray) else obs
 
 
@@ -125,19 +131,37 @@ def _float_arg(owner: str, name: str, value: Any, *, low: float = 0.0, high: flo
 
 def _require_box_obs(owner: str, env: gym.Env) -> spaces.Box:
     """Observation noise needs a Box, and a bounded one for integers (its unit is the range):
-    ``env``'s observation space, if it is one."""
+    ``env``'s observation space, if it is one. A Dict is refused here with its own words:
+    wrappers that act key by key (:mod:`.keys`) check each key with :func:`require_box`."""
     space = env.observation_space
-    if not isinstance(space, spaces.Box):
+    if isinstance(space, spaces.Dict):
         raise PerturbationError(
-            f"{owner} adds noise to array observations (a Box space); this env's observation "
-            f"space is {space}. Flatten it first "
-            "(gymnasium.wrappers.FlattenObservation) or choose another scenario."
+            f"{owner} works on array observations (a Box space); this env's observation "
+            f"space is a Dict (keys {', '.join(map(str, space.spaces))}), as a "
+            "goal-conditioned agent's is. Flattening it (gymnasium.wrappers.FlattenObservation) "
+            "would change what the agent was trained on: choose another scenario (obs_noise, "
+            "delay and dropped_obs act on the Dict's observed keys)."
         )
+    return require_box(owner, space)
+
+
+def require_box(owner: str, space: spaces.Space[Any], key: str | None = None) -> spaces.Box:
+    """``space`` (the observation space, or the space of a Dict's ``key``) if observation
+    noise can act on it: a Box, and a bounded one for integers (its unit is the range)."""
+    where = "this env's observation space" if key is None else (
+        f"the Dict observation's key {key!r}")
+    if not isinstance(space, spaces.Box):
+        fix = ("Flatten it first (gymnasium.wrappers.FlattenObservation) or choose another "
+               "scenario." if key is None else
+               "Choose the keys it acts on with keys=(...) (a scenario parameter: "
+               "scenarios.get(name).with_params(keys=[...])), or another scenario.")
+        raise PerturbationError(
+            f"{owner} adds noise to array observations (a Box space); {where} is {space}. "
+            + fix)
     if np.issubdtype(space.dtype, np.integer) and not space.is_bounded("both"):
         raise PerturbationError(
             f"{owner}: noise on integer observations is scaled by the observation range, but "
-            f"this env's observation space {space} is unbounded; give it bounds (an 8-bit "
-            "image's are 0 and 255)."
+            f"{where} {space} is unbounded; give it bounds (an 8-bit image's are 0 and 255)."
         )
     return space
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, SupportsFloat, cast
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -13,11 +13,12 @@ from .base import (
     Perturbation,
     _float_arg,
     _int_arg,
-    _require_box_obs,
     check_scale,
     held_frame,
     noisy_observation,
+    require_box,
 )
+from .keys import ObservedKeys, keys_argument
 
 __all__ = ["ObservationDelay", "ObservationNoise", "DroppedObservation"]
 
@@ -32,6 +33,10 @@ class ObservationDelay(Perturbation, gym.Wrapper):
     a different, harsher disturbance (an all-zero CartPole state is a perfect state), so
     the audit's semantics need this class.
 
+    A Dict observation (a goal-conditioned agent's) is delayed in its observed keys
+    (``keys``; by default every key but ``desired_goal``, see :mod:`.keys`); the others
+    are the current ones: a stale sensor, the current command.
+
     >>> import gymnasium as gym
     >>> env = ObservationDelay(gym.make("CartPole-v1"), steps=1)
     >>> o0, _ = env.reset(seed=0)
@@ -40,10 +45,14 @@ class ObservationDelay(Perturbation, gym.Wrapper):
     True
     """
 
-    def __init__(self, env: gym.Env, steps: int = 1) -> None:
+    def __init__(self, env: gym.Env, steps: int = 1,
+                 keys: Sequence[str] | str | None = None) -> None:
         self.steps = _int_arg("ObservationDelay", "steps", steps, minimum=0)
-        self._init_perturbation(steps=self.steps)
+        chosen = keys_argument("ObservationDelay", keys)
+        # keys recorded only when given: the spec of a delay on other envs stays as it was
+        self._init_perturbation(steps=self.steps, **({} if chosen is None else {"keys": chosen}))
         gym.Wrapper.__init__(self, env)
+        self.observed = ObservedKeys("ObservationDelay", env.observation_space, chosen)
         self._queue: deque[Any] = deque(maxlen=self.steps + 1)
 
     def reset(self, *, seed: int | None = None,
@@ -56,7 +65,7 @@ class ObservationDelay(Perturbation, gym.Wrapper):
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._queue.append(held_frame(obs))
-        return self._queue[0], reward, terminated, truncated, info
+        return self.observed.held(self._queue[0], obs), reward, terminated, truncated, info
 
 
 class ObservationNoise(Perturbation, gym.Wrapper):
@@ -78,6 +87,11 @@ class ObservationNoise(Perturbation, gym.Wrapper):
     rounded and clipped, keeping dtype and bounds (see :func:`noisy_observation`).
     Gymnasium has no such wrapper for state observations.
 
+    A Dict observation (a goal-conditioned agent's) gets noise in its observed keys
+    (``keys``; by default every key but ``desired_goal``, see :mod:`.keys`), each by the
+    rule of its dtype, drawn key after key in sorted order; ``spread`` then holds one
+    value per element of those keys, in that order. The other keys are left exact.
+
     >>> import gymnasium as gym
     >>> env = ObservationNoise(gym.make("CartPole-v1"), sigma=0.1)
     >>> obs, _ = env.reset(seed=0)
@@ -90,26 +104,33 @@ class ObservationNoise(Perturbation, gym.Wrapper):
     """
 
     def __init__(self, env: gym.Env, sigma: float = 0.1, scale: str = "absolute",
-                 spread: Sequence[float] | None = None) -> None:
+                 spread: Sequence[float] | None = None,
+                 keys: Sequence[str] | str | None = None) -> None:
         self.sigma = _float_arg("ObservationNoise", "sigma", sigma)
-        _require_box_obs("ObservationNoise", env)
+        chosen = keys_argument("ObservationNoise", keys)
+        self.observed = ObservedKeys("ObservationNoise", env.observation_space, chosen)
+        self._boxes = {key: require_box("ObservationNoise", space, key)
+                       for key, space in self.observed.parts().items()}
         self.scale, self.spread = check_scale("ObservationNoise", scale, spread,
-                                              env.observation_space)
+                                              env.observation_space, self.observed.size())
         # Recorded as given: an absolute noise's spec stays what it always was.
         relative = {} if self.scale == "absolute" else {"scale": self.scale, "spread": self.spread}
-        self._init_perturbation(sigma=self.sigma, **relative)
+        self._init_perturbation(sigma=self.sigma, **relative,
+                                **({} if chosen is None else {"keys": chosen}))
         gym.Wrapper.__init__(self, env)
-        # One std per element: sigma itself (absolute, and integer observations, whose
-        # unit is the range), or sigma x the element's spread.
-        integer = np.issubdtype(env.observation_space.dtype, np.integer)
-        self.noise_std = self.sigma if self.spread is None or integer else (
-            self.sigma * np.asarray(self.spread, dtype=np.float64).reshape(
-                env.observation_space.shape))
+        # One std per element of each part: sigma itself (absolute, and integer
+        # observations, whose unit is the range), or sigma x the element's spread.
+        spreads = None if self.spread is None else self.observed.split(self.spread)
+        self._std: dict[str | None, float | np.ndarray] = {
+            key: self.sigma if spreads is None or np.issubdtype(box.dtype, np.integer)
+            else self.sigma * spreads[key] for key, box in self._boxes.items()}
+        # the std of a Box observation, as it always was; per key for a Dict
+        self.noise_std: Any = self._std[None] if None in self._std else dict(self._std)
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        noisy = noisy_observation(obs, self.noise_std, self.rng,
-                                  cast(gym.spaces.Box, self.observation_space))  # __init__ checked
+        noisy = self.observed.map(obs, lambda key, part: noisy_observation(
+            part, self._std[key], self.rng, self._boxes[key]))
         return noisy, reward, terminated, truncated, info
 
 
@@ -118,17 +139,22 @@ class DroppedObservation(Perturbation, gym.Wrapper):
 
     The agent then sees the last observation it did get, whole (the observation stays
     frozen; an image: the last frame exactly, see :func:`held_frame`). The reset
-    observation always arrives.
+    observation always arrives. A Dict observation (a goal-conditioned agent's) is frozen
+    in its observed keys (``keys``; by default every key but ``desired_goal``, see
+    :mod:`.keys`); the others are the current ones.
 
     >>> import gymnasium as gym
     >>> env = DroppedObservation(gym.make("CartPole-v1"), p=0.5)
     >>> _ = env.reset(seed=0)
     """
 
-    def __init__(self, env: gym.Env, p: float = 0.1) -> None:
+    def __init__(self, env: gym.Env, p: float = 0.1,
+                 keys: Sequence[str] | str | None = None) -> None:
         self.p = _float_arg("DroppedObservation", "p", p, high=1.0, high_open=True)
-        self._init_perturbation(p=self.p)
+        chosen = keys_argument("DroppedObservation", keys)
+        self._init_perturbation(p=self.p, **({} if chosen is None else {"keys": chosen}))
         gym.Wrapper.__init__(self, env)
+        self.observed = ObservedKeys("DroppedObservation", env.observation_space, chosen)
         self._last: Any = None
 
     def reset(self, *, seed: int | None = None,
@@ -141,4 +167,4 @@ class DroppedObservation(Perturbation, gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self.rng.random() >= self.p:
             self._last = held_frame(obs)
-        return self._last, reward, terminated, truncated, info
+        return self.observed.held(self._last, obs), reward, terminated, truncated, info

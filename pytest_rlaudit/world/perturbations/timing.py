@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, SupportsFloat, cast
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -17,11 +17,12 @@ from .base import (
     _check_action_noise,
     _int_arg,
     _noisy_action,
-    _require_box_obs,
     held_frame,
     hold,
     noisy_observation,
+    require_box,
 )
+from .keys import ObservedKeys, keys_argument
 
 __all__ = ["Speed", "Jitter", "Scheduled", "SpeedSchedule", "spike"]
 
@@ -107,6 +108,11 @@ class Scheduled(Perturbation, gym.Wrapper):
     leaves the noise of the others alone. The same (schedule, seed) replays exactly.
     No gymnasium wrapper follows a timeline, hence this class.
 
+    A Dict observation (a goal-conditioned agent's) is noised, dropped and delayed in
+    its observed keys (``keys``; by default every key but ``desired_goal``, see
+    :mod:`.keys`), as :class:`ObservationNoise` and :class:`ObservationDelay` do it; the
+    others are the current ones.
+
     >>> import gymnasium as gym
     >>> from pytest_rlaudit import Schedule
     >>> env = Scheduled(gym.make("CartPole-v1"), Schedule(speed=[1, 3]))
@@ -115,19 +121,23 @@ class Scheduled(Perturbation, gym.Wrapper):
     [1.0, 3.0, 1.0]
     """
 
-    def __init__(self, env: gym.Env, schedule: Schedule) -> None:
+    def __init__(self, env: gym.Env, schedule: Schedule,
+                 keys: Sequence[str] | str | None = None) -> None:
         if not isinstance(schedule, Schedule):
             raise PerturbationError(
                 f"Scheduled takes a pytest_rlaudit.Schedule, got {schedule!r} "
                 f"({type(schedule).__name__})"
             )
         channels = schedule.channels
-        if "obs_noise" in channels:
-            _require_box_obs("a schedule with obs_noise", env)
+        chosen = keys_argument("Scheduled", keys)
+        self.observed = ObservedKeys("Scheduled", env.observation_space, chosen)
+        self._boxes = {key: require_box("a schedule with obs_noise", space, key)
+                       for key, space in self.observed.parts().items()
+                       } if "obs_noise" in channels else {}
         if "action_noise" in channels:
             _check_action_noise(env.action_space, schedule.max_value("action_noise"),
                                 "a schedule with action_noise")
-        self._init_perturbation(schedule=schedule)
+        self._init_perturbation(schedule=schedule, **({} if chosen is None else {"keys": chosen}))
         gym.Wrapper.__init__(self, env)
         self.schedule = schedule
         self.agent_step = 0
@@ -163,14 +173,16 @@ class Scheduled(Perturbation, gym.Wrapper):
                                    self._value("action_noise", t), self._act_rng, aligned=True)
         obs, total, terminated, truncated, info = hold(self.env, action, self._value("speed", t))
         if "obs_noise" in self._tables:
-            obs = noisy_observation(obs, self._value("obs_noise", t), self._obs_rng,
-                                    cast(gym.spaces.Box, self.observation_space))  # __init__ checked
+            sigma = self._value("obs_noise", t)
+            obs = self.observed.map(obs, lambda key, part: noisy_observation(
+                part, sigma, self._obs_rng, self._boxes[key]))
         self._history.append(self._history[-1] if self._value("dropped", t) else held_frame(obs))
         delay = min(self._value("delay", t), len(self._history) - 1)
-        return self._history[-1 - delay], total, terminated, truncated, info
+        seen = self.observed.held(self._history[-1 - delay], obs)
+        return seen, total, terminated, truncated, info
 
     @staticmethod
-    def timeline(schedule: Schedule) -> Schedule:
+    def timeline(schedule: Schedule, keys: Any = None) -> Schedule:
         """The schedule this wrapper applies with these arguments (for reports)."""
         return schedule
 
