@@ -23,9 +23,11 @@ HORIZON = 20
 
 class ReachEnv(gym.Env):
     """observation = (position, last velocity), achieved_goal = position, desired_goal =
-    the goal, fixed for the episode."""
+    the goal: fixed for the episode, or with ``drift`` a moving target (each step it moves
+    by ``drift`` in both coordinates), so that a stale goal differs from the current one."""
 
-    def __init__(self) -> None:
+    def __init__(self, drift: float = 0.0) -> None:
+        self.drift = np.float32(drift)
         self.observation_space = spaces.Dict({
             "observation": spaces.Box(-2.0, 2.0, (4,), np.float32),
             "achieved_goal": spaces.Box(-2.0, 2.0, (2,), np.float32),
@@ -54,6 +56,7 @@ class ReachEnv(gym.Env):
     def step(self, action: Any):
         self.velocity = 0.2 * np.clip(np.asarray(action, np.float32), -1.0, 1.0)
         self.position = np.clip(self.position + self.velocity, -2.0, 2.0).astype(np.float32)
+        self.goal = np.clip(self.goal + self.drift, -1.0, 1.0).astype(np.float32)
         reward = float(self.compute_reward(self.position, self.goal, None))
         return self._obs(), reward, False, False, {}
 
@@ -68,10 +71,13 @@ class TupleEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        return self.observation_space.sample(), {}
+        return self._obs(), {}
+
+    def _obs(self) -> tuple[np.ndarray, np.ndarray]:
+        return tuple(self.np_random.uniform(-1.0, 1.0, 2).astype(np.float32) for _ in "ab")
 
     def step(self, action: Any):
-        return self.observation_space.sample(), 0.0, False, True, {}
+        return self._obs(), 0.0, False, True, {}
 
 
 def register() -> None:

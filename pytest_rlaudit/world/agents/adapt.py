@@ -70,6 +70,14 @@ def _spaces_of(env: EnvLike | None, needs: EnvNeeds, frame_stack: int) -> Any:
     return spaces
 
 
+def _registered(env_id: str | None) -> str | None:
+    """``env_id`` if gymnasium can make it here (a saved run's own env, whose spaces stand
+    in where its file does not describe them: a goal-conditioned agent's Dict), else None."""
+    import gymnasium as gym
+
+    return env_id if env_id is not None and env_id in gym.registry else None
+
+
 def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: int | None,
                env: EnvLike | None, deterministic: bool, torch_threads: int | None,
                name: str | None, trusted: bool) -> Policy:
@@ -87,7 +95,9 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
     stack = run.frame_stack if frame_stack is None else frame_stack
     model = load_sb3(run.model, algo or run.algo,
                      spaces_of_env=_spaces_of(env, run.needs, stack), trusted=trusted,
-                     config_kwargs=run.policy_kwargs)
+                     config_kwargs=run.policy_kwargs,
+                     spaces_of_trained=_spaces_of(_registered(run.needs.trained_on), run.needs,
+                                                  stack))
     name = name or f"{type(model).__name__}({label})"
     auto = isinstance(vec_normalize, str) and vec_normalize == "auto"
     stats = run.vec_normalize if auto else vec_normalize

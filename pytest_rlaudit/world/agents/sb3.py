@@ -356,7 +356,7 @@ Spaces = Callable[[], "tuple[spaces.Space[Any], spaces.Space[Any]]"]
 
 def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
              spaces_of_env: Spaces | None = None, trusted: bool = False,
-             config_kwargs: Any = None) -> Any:
+             config_kwargs: Any = None, spaces_of_trained: Spaces | None = None) -> Any:
     """Load an SB3 model from a ``.zip``, reading the algorithm from the file if not given.
 
     By default nothing pickled in the file is unpickled (:mod:`.untrusted`): the spaces
@@ -366,7 +366,12 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
     are read with ``torch.load(weights_only=True)``. What that cannot rebuild (a policy
     class or activation of one's own) is an error naming ``trusted``. ``config_kwargs``:
     the ``policy_kwargs`` of a zoo folder's ``config.yml``, read (as data) where the
-    file's own readable fields do not say.
+    file's own readable fields do not say. ``spaces_of_trained()``: the spaces of the env
+    a saved run's folder says it was trained on, where neither ``spaces_of_env`` nor the
+    file's readable fields give them (a Dict space is not described in full there).
+
+    A model trained with SB3's ``HerReplayBuffer`` (:func:`uses_her`) is loaded with SB3's
+    plain buffer in its place, which needs no env (see ``_HER_STAND_INS``).
 
     ``trusted=True`` loads the way SB3 does, running the pickles: files saved under old
     ``gym`` load too (``gym`` is read as ``gymnasium``, :mod:`.pickles`), and when the
@@ -384,10 +389,12 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
     custom: dict[str, Any] = dict(_SCHEDULES)
     why = None
     if not trusted:
-        custom = weights_only_objects(path, data, cls, custom, spaces_of_env, config_kwargs)
+        custom = weights_only_objects(path, data, cls, custom, spaces_of_env, config_kwargs,
+                                      spaces_of_trained)
     else:
         why = _unreadable_spaces(data)
     if why is not None:
+        spaces_of_env = spaces_of_env or spaces_of_trained
         if spaces_of_env is None:
             raise PolicyError(
                 f"cannot load {str(path)!r}: {why}. Give the env it is audited on, whose spaces "

@@ -361,11 +361,15 @@ def _check_fits(path: Path, key: str, saved: spaces.Space[Any] | None,
 Spaces = Callable[[], "tuple[spaces.Space[Any], spaces.Space[Any]]"]
 
 
-def _spaces(path: Path, data: dict[str, Any],
-            spaces_of_env: Spaces | None) -> tuple[spaces.Space[Any], spaces.Space[Any]]:
+def _spaces(path: Path, data: dict[str, Any], spaces_of_env: Spaces | None,
+            spaces_of_trained: Spaces | None = None
+            ) -> tuple[spaces.Space[Any], spaces.Space[Any]]:
     """The model's spaces: the env's (checked against the file's readable fields), else
-    those fields' own."""
+    those fields' own, else (a Dict space, which they do not describe in full) those of
+    the env the model's folder says it was trained on (``spaces_of_trained``)."""
     saved = [readable_space(data.get(key)) for key in ("observation_space", "action_space")]
+    if spaces_of_env is None and (saved[0] is None or saved[1] is None):
+        spaces_of_env = spaces_of_trained
     if spaces_of_env is not None:
         obs, act = spaces_of_env()
         obs = _channels_first(obs)
@@ -385,14 +389,17 @@ def _spaces(path: Path, data: dict[str, Any],
 
 def weights_only_objects(path: Path, data: dict[str, Any], algo_cls: Any,
                          schedules: dict[str, Any], spaces_of_env: Spaces | None,
-                         config_kwargs: Any = None) -> dict[str, Any]:
+                         config_kwargs: Any = None,
+                         spaces_of_trained: Spaces | None = None) -> dict[str, Any]:
     """A stand-in for every pickled entry of a zip's ``data`` (see the module docstring),
     to pass to SB3's ``load`` as ``custom_objects`` so that it unpickles none of them.
     ``schedules``: the stand-ins for the training schedules; ``config_kwargs``: a zoo
-    ``config.yml``'s ``policy_kwargs``, for what the zip's readable fields do not say."""
+    ``config.yml``'s ``policy_kwargs``, for what the zip's readable fields do not say;
+    ``spaces_of_trained``: the spaces of the env it was trained on, where neither the
+    env nor the zip's readable fields give them."""
     policy_class = _policy_class(path, data.get("policy_class"), algo_cls)
     fresh = algo_cls(policy=policy_class, env=None, device="cpu", _init_setup_model=False)
-    obs, act = _spaces(path, data, spaces_of_env)
+    obs, act = _spaces(path, data, spaces_of_env, spaces_of_trained)
     custom: dict[str, Any] = {"policy_class": policy_class, "observation_space": obs,
                               "action_space": act,
                               "policy_kwargs": readable_policy_kwargs(
