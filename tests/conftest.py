@@ -32,3 +32,13 @@ def tester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest
     pytester.makepyfile(agents=source())
     pytester.syspathinsert()
     return pytester
+
+
+@pytest.fixture(scope="session")
+def her_run(tmp_path_factory: pytest.TempPathFactory):
+    """A tiny SAC + HerReplayBuffer agent trained on ``ReachGoal-v0`` (goal_envs) and saved
+    as an rl-baselines3-zoo folder: ``(folder, model)``. A few hundred steps: plumbing."""
+    from goal_envs import save_zoo_folder, train_her
+
+    model = train_her("SAC")
+    return save_zoo_folder(model, tmp_path_factory.mktemp("zoo")), model

@@ -102,7 +102,14 @@ def train_her(algo: str = "SAC", steps: int = 300, seed: int = 0) -> Any:
                 learning_starts=40, buffer_size=1000, batch_size=32, seed=seed,
                 learning_rate=3e-3, gamma=0.8, tau=0.05, ent_coef=0.01,
                 policy_kwargs={"net_arch": [16, 16]}, device="cpu")
-    model.learn(steps)
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny networks: threads only contend (5 ms a torch.min)
+    try:
+        model.learn(steps)
+    finally:
+        torch.set_num_threads(threads)
     return model
 
 
