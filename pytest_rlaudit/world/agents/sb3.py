@@ -277,7 +277,7 @@ def uses_her(data: dict[str, Any]) -> bool:
 #: Inference never reads the buffer, so SB3's plain one for Dict observations stands in,
 #: without HER's settings (the zoo's ``enjoy`` passes the env instead, which a policy
 #: audited on its own, or on another env's variant, cannot).
-_HER_STAND_INS = {"replay_buffer_class": None, "replay_buffer_kwargs": {}}
+_HER_STAND_INS: dict[str, Any] = {"replay_buffer_class": None, "replay_buffer_kwargs": {}}
 
 
 def canonical_algo(name: str) -> str:

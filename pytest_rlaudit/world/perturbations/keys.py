@@ -30,7 +30,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,7 @@ def keys_argument(owner: str, keys: Any) -> tuple[str, ...] | None:
     >>> keys_argument("ObservationNoise", [])
     Traceback (most recent call last):
     ...
-    pytest_rlaudit.errors.PerturbationError: ObservationNoise: keys must be a key of the Dict observation or a non-empty sequence of them, got []
+    pytest_rlaudit.errors.PerturbationError: ObservationNoise: keys must be a key of the Dict ...
     """
     if keys is None:
         return None
@@ -75,7 +75,7 @@ def observed_keys(names: Iterable[str], keys: Sequence[str] | str | None = None,
     >>> observed_keys(["observation", "desired_goal"], ["goal"], owner="ObservationNoise")
     Traceback (most recent call last):
     ...
-    pytest_rlaudit.errors.PerturbationError: ObservationNoise: keys names 'goal', not a key of the Dict observation (its keys: desired_goal, observation)
+    pytest_rlaudit.errors.PerturbationError: ObservationNoise: keys names 'goal', not a key ...
     """
     present = sorted(str(n) for n in names)
     chosen = keys_argument(owner, keys)
