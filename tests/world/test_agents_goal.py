@@ -81,3 +81,32 @@ def test_a_her_agent_is_audited_on_every_default_scenario_deterministically(her_
         assert np.isfinite(first[name].ratio)
         assert first[name].returns.tobytes() == again[name].returns.tobytes()
     assert len(first["obs_noise"].to_dict()["params"]["spread"]) == 2 + 4
+
+
+def test_vecnormalize_statistics_of_a_dict_env_are_applied_key_by_key(tmp_path):
+    import gymnasium as gym
+    from stable_baselines3 import SAC, HerReplayBuffer
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    register()
+    venv = VecNormalize(DummyVecEnv([lambda: gym.make(ENV_ID)]), norm_reward=False)
+    venv.reset()
+    for _ in range(30):  # statistics of some steps: what an audit must apply
+        venv.step(np.array([venv.action_space.sample()]))
+    venv.training = False
+    model = SAC("MultiInputPolicy", venv, replay_buffer_class=HerReplayBuffer,
+                buffer_size=100, policy_kwargs={"net_arch": [8]}, seed=0)
+    model.save(tmp_path / "agent.zip")
+    venv.save(tmp_path / "vecnormalize.pkl")
+    obs = _observations()
+    expected = as_policy(model, vec_normalize=None)
+    expected.bind(ReachEnv().observation_space, ReachEnv().action_space)
+    want = expected.act(venv.normalize_obs(obs), None)[0]
+    for trusted in (False, True):
+        assert _actions(tmp_path / "agent.zip", env=ENV_ID, trusted=trusted).tobytes() == (
+            want.tobytes())
+
+
+def test_a_frame_stack_refuses_dict_observations_naming_them(her_run):
+    with pytest.raises(PolicyError, match="frame_stack needs array observations.*Dict"):
+        audit(as_policy(her_run[1], frame_stack=2), ENV_ID, scenarios=["delay"], episodes=2)
