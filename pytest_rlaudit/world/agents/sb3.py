@@ -431,9 +431,9 @@ def _load_hint(path: Path, data: dict[str, Any], given: str | None, *, env_space
     if given is not None:
         try:
             saved = _algo_from_zip(path, data)
-        except PolicyError:
-            saved = None
-        if saved is not None and saved != given:
+        except PolicyError:  # the file does not say: the algorithm given may be wrong
+            return "is algo right?"
+        if saved != given:
             return f"the file was saved by {saved}, not {given}: is algo right?"
     if env_spaces:
         return "the env's spaces stood in for the pickled ones: is this the env it was trained on?"
