@@ -1,5 +1,7 @@
 """A goal-conditioned (HER) agent's zoo folder audited from the command line, with the
-env registered in the project's conftest.py, as a user's own goal env would be."""
+env registered in the project's conftest.py, as a user's own goal env would be. (The
+trusted load of the same agent is tested through the API, tests/world/test_agents_goal.py,
+and --rl-trusted itself in test_plugin_agents.py: one in-process run costs a second.)"""
 
 from __future__ import annotations
 
@@ -40,8 +42,3 @@ def test_a_her_zoo_folder_is_audited_from_the_command_line(goal_project, her_run
     (noise,) = [r for r in records if r["scenario"] == "obs_noise"]
     assert len(noise["params"]["spread"]) == 2 + 4  # achieved_goal and observation only
 
-
-def test_rl_trusted_loads_a_her_zip_too(goal_project, her_run):
-    zipped = her_run[0] / f"{ENV_ID}.zip"
-    goal_project.runpytest(*OPTIONS, f"--rl-agent={zipped}", "--rl-scenarios", "delay",
-                           "--rl-trusted").assert_outcomes(passed=1)
