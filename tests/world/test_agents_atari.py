@@ -214,3 +214,21 @@ def test_sticky_actions_refuse_an_atari_env_that_skips_frames_in_the_emulator():
     register_ale("ALE/Breakout-v5")
     with pytest.raises(PerturbationError, match="repeat_action_probability"):
         get("sticky_actions").wrap(gym.make("ALE/Breakout-v5"))
+
+
+def test_a_sampled_dqn_explores_at_its_saved_rate_as_its_predict_does():
+    """The zoo's Atari DQN and QRDQN agents are sampled through DQN.predict, which takes a
+    random action at the exploration rate they were saved with (the Q-network's argmax
+    otherwise)."""
+    from stable_baselines3 import DQN
+
+    model = DQN("MlpPolicy", "CartPole-v1", policy_kwargs={"net_arch": [8]}, seed=0)
+    model.exploration_rate = 0.3
+    obs = np.zeros((1, 4), np.float32)
+    greedy = int(model.policy.predict(obs, deterministic=True)[0][0])
+    policy = as_policy(model, deterministic=False)
+    policy.bind(model.observation_space, model.action_space)
+    state = [policy.initial_state(np.random.SeedSequence(0))]
+    actions = np.array([policy.act(obs, state)[0][0] for _ in range(400)])
+    assert 0.1 < np.mean(actions != greedy) < 0.2  # half of 30% land on the other action
+    assert as_policy(model, deterministic=True).act(obs, None)[0][0] == greedy
