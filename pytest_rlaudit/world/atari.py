@@ -29,7 +29,12 @@ from .._optional import install_hint
 from ..errors import UnknownEnvError
 
 __all__ = ["looks_atari", "register_ale", "is_ale", "ale_env", "GameScore", "WholeGame",
-           "with_whole_games"]
+           "with_whole_games", "LIVES_LOST"]
+
+#: The ``info`` key under which :class:`WholeGame` counts the lives lost so far in the
+#: game: where it grows, the runner asks the agent for ``restart_state`` (the zoo's
+#: ``VecFrameStack`` zeroes its stack at each lost life, a "done" to it).
+LIVES_LOST = "rlaudit_lives_lost"
 
 # The ids ale_py registers: ALE/<Game>-v5 and, from the old gym, <Game>[NoFrameskip|
 # Deterministic]-v0/v4 and their -ram variants. Only names that say so are taken for
@@ -108,7 +113,7 @@ class WholeGame(gym.Wrapper):
     ``FireResetEnv`` presses FIRE), and the episode ends only when the game does (game
     over, or its time limit). The reward is the game's unclipped score since the last
     step (``score``, a :class:`GameScore` under the wrappers), the frames of those
-    resets included.
+    resets included. ``info[LIVES_LOST]`` counts the lives passed over so far.
 
     >>> env = GameScore(gym.make("CartPole-v1"))
     >>> whole = WholeGame(env, env)   # any env: its episodes end where they did
@@ -121,11 +126,13 @@ class WholeGame(gym.Wrapper):
         super().__init__(env)
         self.score = score
         self._seen = 0.0
+        self.lives_lost = 0
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
         self._seen = self.score.total
+        self.lives_lost = 0
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -135,12 +142,15 @@ class WholeGame(gym.Wrapper):
             # A lost life, not the end of the game: carry on, as the zoo's evaluation does.
             obs, info = self.env.reset()
             terminated, truncated = False, False
+            self.lives_lost += 1
         over = self.score.ended > games  # the no-op step after a lost life can end it too
         if over:
             terminated = terminated or not truncated
         total = self.score.total
         reward, self._seen = total - self._seen, total
-        return obs, reward, terminated, truncated, info
+        # On every step, a count: a perturbation that holds an action over several steps
+        # passes on the last step's info only.
+        return obs, reward, terminated, truncated, {**info, LIVES_LOST: self.lives_lost}
 
 
 def with_whole_games(make: Any, wrap: Any) -> gym.Env:

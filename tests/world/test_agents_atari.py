@@ -232,3 +232,35 @@ def test_a_sampled_dqn_explores_at_its_saved_rate_as_its_predict_does():
     actions = np.array([policy.act(obs, state)[0][0] for _ in range(400)])
     assert 0.1 < np.mean(actions != greedy) < 0.2  # half of 30% land on the other action
     assert as_policy(model, deterministic=True).act(obs, None)[0][0] == greedy
+
+
+def test_the_agent_sees_the_frames_the_zoo_s_loop_shows_it_lives_lost_included():
+    """Step for step, the stacked frames the agent is given equal those of the zoo's
+    VecFrameStack over AtariWrapper, which starts its stack afresh at each lost life."""
+    from stable_baselines3.common.atari_wrappers import AtariWrapper
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
+
+    from pytest_rlaudit.world.agents import EnvNeeds
+
+    plays = np.random.default_rng(3).integers(0, 4, 2000)
+    seen: list[np.ndarray] = []
+
+    def agent(stacked):
+        seen.append(np.array(stacked[0]))
+        return plays[len(seen) - 1:len(seen)]
+
+    env = EnvNeeds(wrappers=((WRAPPER, {}),)).apply(ENV)
+    run_episodes(as_policy(agent, frame_stack=4), env, [NOMINAL], 1, seed=7)
+
+    zoo = VecFrameStack(DummyVecEnv([lambda: AtariWrapper(Monitor(gym.make(ENV)))]), 4)
+    zoo.seed(7)
+    shown = [zoo.reset()[0]]
+    for action in plays[:len(seen) - 1]:
+        obs, _, _, infos = zoo.step(np.array([action]))
+        shown.append(obs[0])
+        assert "episode" not in infos[0]  # the game goes on as long as the audit's
+    zoo.close()
+    restarts = [i for i, frames in enumerate(shown) if i and not frames[..., :3].any()]
+    assert len(restarts) >= 4  # a fresh stack after each lost life
+    assert all(np.array_equal(a, b) for a, b in zip(seen, shown, strict=True))
