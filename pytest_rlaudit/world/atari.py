@@ -130,6 +130,14 @@ class WholeGame(gym.Wrapper):
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        # A new game, always: EpisodicLifeEnv resets the game only after a game over and
+        # otherwise takes a no-op step, ignoring the seed, so an env whose last episode was
+        # cut short (max_steps) would carry on that game when reused for the next episode.
+        layer: Any = self.env
+        while isinstance(layer, gym.Wrapper):
+            if hasattr(layer, "was_real_done"):
+                layer.was_real_done = True
+            layer = layer.env
         obs, info = self.env.reset(seed=seed, options=options)
         self._seen = self.score.total
         self.lives_lost = 0

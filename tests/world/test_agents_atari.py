@@ -23,7 +23,7 @@ from pytest_rlaudit import audit
 from pytest_rlaudit.errors import PerturbationError, UnknownEnvError
 from pytest_rlaudit.perturbations import StickyAction
 from pytest_rlaudit.rollout.runner import run_episodes
-from pytest_rlaudit.world.agents import as_policy, env_for
+from pytest_rlaudit.world.agents import EnvNeeds, as_policy, env_for
 from pytest_rlaudit.world.agents.zoo import read_saved_run
 from pytest_rlaudit.world.atari import looks_atari, register_ale
 from pytest_rlaudit.world.envs import env_spec
@@ -241,7 +241,6 @@ def test_the_agent_sees_the_frames_the_zoo_s_loop_shows_it_lives_lost_included()
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
-    from pytest_rlaudit.world.agents import EnvNeeds
 
     plays = np.random.default_rng(3).integers(0, 4, 2000)
     seen: list[np.ndarray] = []
@@ -264,3 +263,19 @@ def test_the_agent_sees_the_frames_the_zoo_s_loop_shows_it_lives_lost_included()
     restarts = [i for i, frames in enumerate(shown) if i and not frames[..., :3].any()]
     assert len(restarts) >= 4  # a fresh stack after each lost life
     assert all(np.array_equal(a, b) for a, b in zip(seen, shown, strict=True))
+
+
+def test_a_used_env_starts_a_new_game_at_reset_even_after_a_game_cut_short():
+    """An episode cut at max_steps leaves the game running: reset(seed) must still start
+    the seed's game (EpisodicLifeEnv alone would take a no-op step instead)."""
+    env = EnvNeeds(wrappers=((WRAPPER, {}),)).apply(ENV)
+    fresh, used = env.make(), env.make()
+    used.reset(seed=1)
+    for _ in range(30):  # mid-game, no life lost yet
+        used.step(3)
+    runs = []
+    for made in (fresh, used):
+        obs, _ = made.reset(seed=2)
+        runs.append([obs] + [made.step(a)[0] for a in (1, 2, 3, 2, 3)])
+        made.close()
+    assert all(np.array_equal(a, b) for a, b in zip(*runs, strict=True))
