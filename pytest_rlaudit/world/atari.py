@@ -20,6 +20,7 @@ game and the episode ends at game over only.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from typing import Any, SupportsFloat
 
@@ -49,14 +50,20 @@ def looks_atari(env_id: str) -> bool:
     return bool(_ATARI_ID.match(str(env_id)))
 
 
-def register_ale(env_id: str) -> None:
+def register_ale(env_id: str, *, if_installed: bool = False) -> None:
     """Register ale-py's ids (by importing it) for ``env_id``, if it looks like an Atari id
     that is not registered yet; when ale-py is missing, the error names the extra that
-    installs it.
+    installs it. ``if_installed``: for any unknown id (old gym's ``Pong-v4`` has no
+    telling form), import ale-py only if it is installed, and say nothing otherwise.
 
     >>> register_ale("CartPole-v1")   # not Atari: nothing imported
     """
-    if not looks_atari(env_id) or env_id in gym.registry:
+    if env_id in gym.registry:
+        return
+    if if_installed:
+        if importlib.util.find_spec("ale_py") is None:
+            return
+    elif not looks_atari(env_id):
         return
     try:
         import ale_py

@@ -179,6 +179,8 @@ def _id_env(env: str, kwargs: dict[str, Any]) -> AuditEnv:
             raise _unknown_module(env, module, exc) from exc
     register_ale(env_id)  # Atari ids exist once ale_py is imported (gymnasium >= 1.0)
     if env_id not in gym.registry:
+        register_ale(env_id, if_installed=True)  # "Pong-v4": old gym's Atari ids
+    if env_id not in gym.registry:
         versions = _versions(env_id)
         if versions:
             raise _unregistered_version(env_id, versions)

@@ -68,6 +68,7 @@ def test_atari_ids_are_known_by_their_form():
     assert looks_atari(ENV) and looks_atari("ALE/Breakout-v5") and looks_atari("Pong-ramNoFrameskip-v4")
     assert not looks_atari("CartPole-v1") and not looks_atari("LunarLander-v3")
     assert env_spec(ENV).name == ENV
+    assert env_spec("Pong-v4").name == "Pong-v4"  # old gym's form, registered by ale-py too
 
 
 def test_without_ale_py_an_atari_id_names_the_extra(monkeypatch: pytest.MonkeyPatch):
