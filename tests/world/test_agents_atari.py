@@ -7,6 +7,7 @@ play, so the check that an agent beats random actions is off where it is audited
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections import OrderedDict
 from pathlib import Path
@@ -141,24 +142,34 @@ def test_an_episode_is_one_whole_game_scored_unclipped_as_the_zoo_scores_it(zoo_
     env.close()
 
 
-@pytest.mark.filterwarnings("ignore::pytest_rlaudit.errors.RolloutCapWarning")  # games capped
+@pytest.fixture(scope="module")
+def short_games(zoo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The zoo folder again, its args.yml giving ALE's ``max_num_frames_per_episode`` (the
+    zoo's env_kwargs): games cut at 240 frames (60 agent steps), so audits are quick."""
+    run = tmp_path_factory.mktemp("short") / "ppo" / f"{ENV}_1"
+    shutil.copytree(zoo_run, run)
+    (run / ENV / "args.yml").write_text(yaml.dump(OrderedDict(
+        [("algo", "ppo"), ("env", ENV), ("env_kwargs", {"max_num_frames_per_episode": 240})])))
+    return run
+
+
 def test_it_audits_through_the_api_with_paired_reproducible_sampled_actions(
-        zoo_run: Path, plumbing: None):
-    result = audit(str(zoo_run), ENV, scenarios=("sticky_actions",), episodes=2,
-                   max_steps=40, progress=False)
+        short_games: Path, plumbing: None):
+    result = audit(str(short_games), ENV, scenarios=("sticky_actions",), episodes=2,
+                   progress=False)
     assert result.nominal.returns.shape == (2,)
-    assert result["sticky_actions"].lengths.max() <= 40
+    assert result["sticky_actions"].lengths.max() <= 60  # the folder's env_kwargs applied
     assert result.to_dict()["agent"] == f"PPO({ENV}_1, stochastic)"
     # The sampled actions come from the seed: episode 0 again, the same game.
-    policy = as_policy(zoo_run, env=ENV)
-    again = run_episodes(policy, env_for(policy, ENV), [NOMINAL], 1, seed=0,
-                         max_steps=40)["nominal"]
+    policy = as_policy(short_games, env=ENV)
+    again = run_episodes(policy, env_for(policy, ENV), [NOMINAL], 1, seed=0)["nominal"]
     assert (again.returns[0], again.lengths[0]) == (result.nominal.returns[0],
                                                      result.nominal.lengths[0])
 
 
-def test_it_audits_from_the_command_line(zoo_run: Path, plumbing: None, pytester: pytest.Pytester):
-    result = pytester.runpytest("--rl-audit", f"--rl-agent={zoo_run}", "--rl-env", ENV,
+def test_it_audits_from_the_command_line(short_games: Path, plumbing: None,
+                                         pytester: pytest.Pytester):
+    result = pytester.runpytest("--rl-audit", f"--rl-agent={short_games}", "--rl-env", ENV,
                                 "--rl-episodes", "2", "--rl-scenarios", "sticky_actions",
                                 "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines([f"*PPO({ENV}_1, stochastic)*"])
