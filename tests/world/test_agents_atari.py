@@ -291,3 +291,9 @@ def test_a_used_env_starts_a_new_game_at_reset_even_after_a_game_cut_short():
         runs.append([obs] + [made.step(a)[0] for a in (1, 2, 3, 2, 3)])
         made.close()
     assert all(np.array_equal(a, b) for a, b in zip(*runs, strict=True))
+
+
+def test_rl_stochastic_and_rl_deterministic_together_are_a_usage_error(pytester: pytest.Pytester):
+    result = pytester.runpytest("--rl-audit", "--rl-stochastic", "--rl-deterministic")
+    result.stderr.fnmatch_lines(["*--rl-stochastic and --rl-deterministic contradict*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
