@@ -18,7 +18,7 @@ __all__ = ["require", "missing", "install_hint", "TORCH_PIN", "EXTRAS"]
 #: The extra that installs each optional package.
 EXTRAS = {"hypothesis": "hypothesis", "stable_baselines3": "sb3", "yaml": "sb3", "matplotlib": "plot",
           "huggingface_hub": "hub", "ray": "ray", "tqdm": "progress",
-          "onnxruntime": "onnx"}
+          "onnxruntime": "onnx", "ale_py": "atari", "cv2": "atari"}
 
 #: Extras, and packages named in hints, that bring torch (stable-baselines3 depends on it).
 TORCH_EXTRAS = frozenset({"sb3", "hub"})

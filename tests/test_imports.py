@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "hypothesis", "ray", "tqdm")
+HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "hypothesis", "ray", "tqdm", "ale_py", "cv2")
 
 
 def _modules_after(code: str) -> set[str]:

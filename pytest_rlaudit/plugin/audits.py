@@ -70,8 +70,8 @@ class ItemAudits:
     def policy_for(self, agent: Any, env: Any = None) -> Any:
         """One policy adapter per agent object for the whole run (the nominal cache keys on
         it); agents given by path or import string are loaded once, with --rl-algo,
-        --rl-vec-normalize, --rl-stochastic, --rl-agent-name and --rl-trusted when they are
-        --rl-agent."""
+        --rl-vec-normalize, --rl-stochastic, --rl-deterministic, --rl-agent-name and
+        --rl-trusted when they are --rl-agent."""
         key = agent if isinstance(agent, str) else id(agent)
         if key not in self._policies:
             from ..world.agents import as_policy
@@ -80,7 +80,9 @@ class ItemAudits:
             if isinstance(agent, str) and agent == self.settings.agent:
                 given = self.settings.vec_normalize
                 options = {"algo": self.settings.algo,
-                           "deterministic": not self.settings.stochastic,
+                           # neither flag: the saved run's convention (as_policy's None)
+                           "deterministic": (False if self.settings.stochastic else
+                                             True if self.settings.deterministic else None),
                            "name": self.settings.agent_name,
                            "trusted": self.settings.trusted,
                            "vec_normalize": "auto" if given is None else (

@@ -195,7 +195,10 @@ OPTIONS: tuple[Option, ...] = (
            "vecnormalize.pkl); by default those in the agent's zoo folder or beside its .zip "
            "are used, 'none' turns them off.", "PATH"),
     Option("--rl-stochastic", _flag, False, "sample --rl-agent's actions instead of taking "
-           "the most likely one (each episode from its own seeded stream)."),
+           "the most likely one (each episode from its own seeded stream). A zoo folder's "
+           "Atari agent is sampled without it, as the zoo evaluates those."),
+    Option("--rl-deterministic", _flag, False, "take --rl-agent's most likely action even "
+           "where its saved run samples by default (a zoo folder's Atari agent)."),
     Option("--rl-agent-name", _text, None, "the name --rl-agent is reported under (default: "
            "its algorithm and file or folder).", "NAME"),
     Option("--rl-trusted", _flag, False, "load --rl-agent's SB3 .zip (zoo folder, hf:// "
@@ -307,6 +310,7 @@ class Settings:
     algo: str | None
     vec_normalize: str | None
     stochastic: bool
+    deterministic: bool
     agent_name: str | None
     trusted: bool
     env: str | None
@@ -333,6 +337,9 @@ class Settings:
     @classmethod
     def read(cls, config: pytest.Config) -> Settings:
         settings = cls(**{f.name: option_value(config, f"rl_{f.name}") for f in fields(cls)})
+        if settings.stochastic and settings.deterministic:
+            raise pytest.UsageError("--rl-stochastic and --rl-deterministic contradict each "
+                                    "other (rl_stochastic, rl_deterministic): give one")
         if settings.videos and not settings.report:
             raise pytest.UsageError(
                 "--rl-videos writes its GIFs into the report folder, and no --rl-report is "

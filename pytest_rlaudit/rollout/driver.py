@@ -112,6 +112,11 @@ class Driver:
                     episode_seed_sequence(self.seed, self.indices[job[1]], POLICY_STREAM))
             if self.recorded[job[0]]:
                 self.rows_seen[job], self.rows_chosen[job] = [], []
+        if reply.restarted and self.stateful:
+            restart = getattr(self.policy, "restart_state", None)
+            if restart is not None:
+                for job in reply.restarted:
+                    self.state_of[job] = restart(self.state_of[job])
         if self.sink is not None:
             self.sink.advance(len(reply.jobs), len(reply.started), [d.steps for d in reply.finished])
 
@@ -325,7 +330,7 @@ def _joined(replies: list[Reply]) -> Reply:
     obs = ({k: np.concatenate([r.obs[k] for r in replies]) for k in first}
            if isinstance(first, dict) else np.concatenate([r.obs for r in replies]))
     return Reply([job for r in replies for job in r.jobs], obs,
-                 [step for r in replies for step in r.steps])
+                 [step for r in replies for step in r.steps])  # restarts: taken in already
 
 
 def _parted(actions: Any, replies: list[Reply]) -> dict[int, Any]:

@@ -174,6 +174,9 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
                 return run
             run.actions.append(copy.deepcopy(actions[0]))
             reply = group.step(actions, [])
+            restart = getattr(policy, "restart_state", None)
+            if reply.restarted and states is not None and restart is not None:
+                states = [restart(states[0])]  # as the runner does (an Atari life lost)
         done = reply.finished[0]
         run.steps, run.trace = done.steps, done.trace
         return run

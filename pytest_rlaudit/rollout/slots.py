@@ -31,6 +31,7 @@ import numpy as np
 
 from .._seeding import episode_seed_sequence
 from ..errors import EnvContractError, RolloutError
+from ..world.atari import LIVES_LOST
 from ..world.envs import AuditEnv
 from ..world.perturbations import seed_perturbations
 from ..world.scenarios import Scenario
@@ -78,6 +79,9 @@ class Reply:
     started: list[Job] = field(default_factory=list)
     finished: list[Finished] = field(default_factory=list)
     backlog: int = 0
+    #: running episodes whose agent restarts within them (an Atari life lost: see
+    #: :data:`~pytest_rlaudit.world.atari.LIVES_LOST`)
+    restarted: list[Job] = field(default_factory=list)
 
 
 class _StepCounter(gym.Wrapper):
@@ -114,7 +118,7 @@ class _StepCounter(gym.Wrapper):
 
 
 class _Slot:
-    __slots__ = ("counter", "env", "job", "obs", "ret", "steps")
+    __slots__ = ("counter", "env", "job", "lost", "obs", "ret", "steps")
 
     def __init__(self) -> None:
         self.job: Job | None = None
@@ -123,6 +127,7 @@ class _Slot:
         self.obs: Any = None
         self.ret = 0.0
         self.steps = 0
+        self.lost = 0  # lives lost so far in the episode (Atari), as the env's info says
 
 
 if TYPE_CHECKING:
@@ -246,7 +251,7 @@ class SlotGroup:
             slot.env, slot.counter = self.make(s)
         slot.job = job
         run = cast(_Running, slot)  # its job, env and counter are set now
-        run.ret, run.steps = 0.0, 0
+        run.ret, run.steps, run.lost = 0.0, 0, 0
         seed_perturbations(run.env, episode_seed_sequence(self.seed, episode, self.names[s]))
         run.counter.at = (self.names[s], episode, self.seed)
         try:
@@ -286,9 +291,10 @@ class SlotGroup:
         started: list[Job] = []
         finished: list[Finished] = []
         still: list[_Running] = []
+        restarted: list[Job] = []
         for i, slot in enumerate(self.active):
             try:
-                obs, reward, terminated, truncated, _ = slot.env.step(actions[i])
+                obs, reward, terminated, truncated, info = slot.env.step(actions[i])
             except EnvContractError:
                 raise
             except Exception as exc:
@@ -320,6 +326,10 @@ class SlotGroup:
             else:
                 slot.obs = obs
                 still.append(slot)
+                lost = info.get(LIVES_LOST, slot.lost) if info else slot.lost
+                if lost != slot.lost:  # the zoo's frame stack starts afresh at a lost life
+                    slot.lost = lost
+                    restarted.append(slot.job)
         while self.idle and self.queue:
             job = self.queue.popleft()
             running = self._start(self.idle.pop(), job)
@@ -327,7 +337,8 @@ class SlotGroup:
             still.append(running)
         self.active = still
         return Reply([slot.job for slot in still], self._batch(still) if still else None,
-                     [slot.steps for slot in still], started, finished, len(self.queue))
+                     [slot.steps for slot in still], started, finished, len(self.queue),
+                     restarted)
 
     def _batch(self, rows: list[_Running]) -> Any:
         """The observations of ``rows`` as one batch, of the declared shape on every

@@ -1,7 +1,8 @@
 """Environments: turn what a user passes as ``env`` into a factory of fresh envs.
 
 An env is a Gymnasium id (``"CartPole-v1"``, or ``"module:Name-v0"`` which imports the
-module that registers it), a ``gymnasium.envs.registration.EnvSpec``, or a
+module that registers it; Atari ids such as ``"BreakoutNoFrameskip-v4"`` import ale-py,
+:mod:`.atari`), a ``gymnasium.envs.registration.EnvSpec``, or a
 zero-argument factory returning a new ``gymnasium.Env`` on each call.
 
 >>> spec = env_spec("CartPole-v1")
@@ -24,6 +25,7 @@ from gymnasium.envs.registration import EnvSpec, parse_env_id
 
 from .._imports import import_module
 from ..errors import UnknownEnvError
+from .atari import register_ale
 from .mujoco_log import mujoco_warnings
 
 __all__ = ["EnvLike", "AuditEnv", "env_spec"]
@@ -175,6 +177,9 @@ def _id_env(env: str, kwargs: dict[str, Any]) -> AuditEnv:
             if exc.name != module:
                 raise  # the module is there; something it imports is not: its own error
             raise _unknown_module(env, module, exc) from exc
+    register_ale(env_id)  # Atari ids exist once ale_py is imported (gymnasium >= 1.0)
+    if env_id not in gym.registry:
+        register_ale(env_id, if_installed=True)  # "Pong-v4": old gym's Atari ids
     if env_id not in gym.registry:
         versions = _versions(env_id)
         if versions:

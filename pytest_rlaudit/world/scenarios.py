@@ -200,7 +200,8 @@ register(Scenario("obs_noise", "deployment", P.ObservationNoise,
 register(Scenario("action_noise", "deployment", P.ActionNoise, {"sigma": 0.1},
                   "noisy actuators: Gaussian noise on Box actions, 10% random Discrete ones"))
 register(Scenario("sticky_actions", "deployment", P.StickyAction, {"p": 0.25},
-                  "with probability 0.25 the previous action is repeated"))
+                  "with probability 0.25 the previous action is repeated (on Atari: at every "
+                  "emulator frame, as ALE's sticky actions)"))
 register(Scenario("action_delay", "deployment", P.ActionDelay, {"steps": 1},
                   "the env executes the action of one step earlier"))
 register(Scenario("dropped_obs", "deployment", P.DroppedObservation, {"p": 0.1},

@@ -53,6 +53,14 @@ def _is_import(text: str) -> bool:
     return ":" in text and not (len(text) > 1 and text[1] == ":")  # not a Windows drive
 
 
+def _is_saved_run(text: str) -> bool:
+    """Whether ``text`` names a saved run (a zoo folder, a ``.zip``, ``hf://``), whose
+    own convention decides ``deterministic=None``; not a deployed file or an import."""
+    if text.startswith(HUB_PREFIX):
+        return True
+    return Path(text).suffix.lower() not in DEPLOYED_SUFFIXES and not _is_import(text)
+
+
 def _spaces_of(env: EnvLike | None, needs: EnvNeeds, frame_stack: int) -> Any:
     """A function giving the spaces the agent's network takes on ``env`` (None without
     an env): they stand in for pickled spaces that cannot be read."""
@@ -79,7 +87,7 @@ def _registered(env_id: str | None) -> str | None:
 
 
 def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: int | None,
-               env: EnvLike | None, deterministic: bool, torch_threads: int | None,
+               env: EnvLike | None, deterministic: bool | None, torch_threads: int | None,
                name: str | None, trusted: bool) -> Policy:
     """A saved run (zoo folder, Hub download, model zip) as a policy."""
     from .zoo import read_saved_run
@@ -98,6 +106,12 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
                      config_kwargs=run.policy_kwargs,
                      spaces_of_trained=_spaces_of(_registered(run.needs.trained_on), run.needs,
                                                   stack))
+    if deterministic is None:
+        # The zoo's convention (enjoy.py): Atari agents are evaluated sampling their
+        # actions, everything else taking the most likely one; the name says so.
+        deterministic = not run.atari
+        if run.atari:
+            label = f"{label}, stochastic"
     name = name or f"{type(model).__name__}({label})"
     auto = isinstance(vec_normalize, str) and vec_normalize == "auto"
     stats = run.vec_normalize if auto else vec_normalize
@@ -147,7 +161,7 @@ def _preprocessed(policy: Policy, vec_normalize: Any, frame_stack: int | None, *
 
 
 def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto",
-              deterministic: bool = True, name: str | None = None,
+              deterministic: bool | None = None, name: str | None = None,
               frame_stack: int | None = None, checkpoint: str | os.PathLike[str] | None = None,
               env: EnvLike | None = None, torch_threads: int | None = 1,
               trusted: bool = False) -> Policy:
@@ -171,7 +185,10 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
       folder holds (and a model object's attached ``VecNormalize``); a path or a
       ``VecNormalize``; ``None`` for none (a deployed ``.onnx`` or TorchScript file has
       none unless given).
-    - ``deterministic=False`` samples SB3 actions, each episode from its own stream.
+    - ``deterministic=False`` samples SB3 actions, each episode from its own stream;
+      ``True`` takes the most likely action. ``None`` (default): ``True``, except for a
+      saved run (zoo folder, Hub download) of an Atari agent, which is sampled, as the
+      rl-baselines3-zoo evaluates those (its name then says ``stochastic``).
     - ``name`` labels the agent in reports (default: the algorithm and the file, or the
       class of the object).
     - ``frame_stack`` stacks that many observations as SB3's ``VecFrameStack`` did in
@@ -202,8 +219,10 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
         text = os.fspath(agent)
         if text == "random":
             return _named(RandomPolicy(), name)
+        if deterministic is None and not _is_saved_run(text):
+            deterministic = True
         if not text.startswith(HUB_PREFIX) and Path(text).suffix.lower() in DEPLOYED_SUFFIXES:
-            if not deterministic:
+            if deterministic is False:
                 raise PolicyError(
                     f"{text}: a deployed {Path(text).suffix} policy's output is its action, so "
                     "it cannot be sampled: deterministic=False (--rl-stochastic) applies to "
@@ -220,6 +239,7 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
         return _from_path(text, algo=algo, vec_normalize=vec_normalize,
                           frame_stack=frame_stack, env=env, deterministic=deterministic,
                           torch_threads=torch_threads, name=name, trusted=trusted)
+    deterministic = True if deterministic is None else deterministic
     if _is_sb3(agent):
         if isinstance(vec_normalize, str) and vec_normalize == "auto":
             get = getattr(agent, "get_vec_normalize_env", None)

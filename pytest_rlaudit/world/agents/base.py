@@ -96,6 +96,11 @@ class Policy(CorePolicy, Protocol):
         ``initial_state`` or ``act``."""
         ...
 
+    # Optional, not a member of the protocol: ``restart_state(state) -> state``, asked of
+    # a stateful policy for a row whose agent restarts within the audit's episode (an
+    # Atari life lost, which SB3's VecFrameStack treats as a done: see
+    # pytest_rlaudit.world.atari). FrameStackPolicy empties its stack there.
+
 
 class BasePolicy:
     """Convenience base: a stateless policy bound to the env's spaces by the runner,

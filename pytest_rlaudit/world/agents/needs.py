@@ -23,6 +23,7 @@ from gymnasium.envs.registration import EnvSpec
 
 from ..._optional import install_hint
 from ...errors import AgentWarning, PolicyError
+from ..atari import with_whole_games
 from ..envs import AuditEnv, EnvLike, env_spec
 
 __all__ = ["EnvNeeds", "import_wrapper"]
@@ -53,6 +54,17 @@ def import_wrapper(name: str) -> type:
     )
 
 
+def _check_opencv(name: str) -> None:
+    """SB3's AtariWrapper resizes frames with OpenCV, imported when present and asserted
+    on the first frame: say so here, with the extra that installs it."""
+    try:
+        importlib.import_module("cv2")
+    except ImportError as exc:
+        raise PolicyError(
+            f"the agent was trained with the env wrapper {name!r}, which resizes frames with "
+            f"OpenCV (cv2), not installed here: {install_hint('atari')}") from exc
+
+
 @dataclass(frozen=True)
 class EnvNeeds:
     """The env id an agent was trained on, and the ``gymnasium.make`` keyword arguments
@@ -65,6 +77,8 @@ class EnvNeeds:
     def __post_init__(self) -> None:
         for name, _ in self.wrappers:
             import_wrapper(name)  # fail at load time, not in the first rollout
+            if name.rpartition(".")[2] == "AtariWrapper":
+                _check_opencv(name)
 
     def wrap(self, env: gym.Env) -> gym.Env:
         """``env`` inside the wrappers, innermost first."""
@@ -94,7 +108,10 @@ class EnvNeeds:
                 f"the agent was trained with env_kwargs {dict(self.env_kwargs)}, which cannot "
                 f"be passed to the env factory {spec.name!r}: make sure it builds the env with "
                 "them"), stacklevel=3)
-        factory = (lambda: self.wrap(spec.make())) if self.wrappers else spec.factory
+        # An Atari agent's wrappers end its episodes at a lost life and clip its rewards:
+        # the audit's episode is a whole game with its own score, as the zoo scores it.
+        factory = ((lambda: with_whole_games(spec.make, self.wrap)) if self.wrappers
+                   else spec.factory)
         return AuditEnv(spec.name, factory, source=spec.source, needs=self)
 
     def _note_other_env(self, audited: str) -> None:

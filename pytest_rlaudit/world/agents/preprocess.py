@@ -243,6 +243,12 @@ class FrameStackPolicy(PolicyWrapper):
         inner = self.policy.initial_state(seed) if self.policy.stateful else None
         return (None, inner)  # the stack is made from the episode's first frame
 
+    def restart_state(self, state: Any) -> Any:
+        """``state`` with the stack emptied, the wrapped policy's state kept: what the
+        runner asks for where the agent's episode restarts within the audit's (an Atari
+        life lost, where SB3's ``VecFrameStack`` zeroes the stack of a done env)."""
+        return (None, state[1])
+
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any]]:
         assert states is not None
         axis = self._axis

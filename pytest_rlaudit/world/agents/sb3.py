@@ -50,7 +50,8 @@ class SB3Policy(BasePolicy):
 
     ``deterministic=True`` (default) takes the mode of the action distribution. With
     ``deterministic=False`` each episode samples from its own seeded torch stream, one
-    row per call (slower, but still independent of the batch). Recurrent policies
+    row per call (slower, but still independent of the batch); DQN and QRDQN take a
+    uniform random action at their saved ``exploration_rate``, as their ``predict`` does. Recurrent policies
     (sb3-contrib RecurrentPPO) keep an LSTM state per episode, zeroed at its start.
     VecNormalize statistics and frame stacks are applied around it
     (:mod:`.preprocess`), as :func:`~.adapt.as_policy` arranges.
@@ -79,6 +80,11 @@ class SB3Policy(BasePolicy):
             )
         self.stateful = self.recurrent or not self.deterministic
         self.name = name or type(model).__name__
+        # DQN and QRDQN sample as their model's predict does: a uniform random action at
+        # the exploration rate they were saved with (0.01 after the zoo's Atari training),
+        # else the Q-network's argmax, which their policy's predict always takes.
+        self.epsilon = float(getattr(model, "exploration_rate", 0.0) or 0.0) if (
+            model is not self.sb3_policy) else 0.0
         self._fast = not self.recurrent and plain_predict(self.sb3_policy)
         self._flat = self._fast and flat_obs(self.sb3_policy)
         self._sac = self._fast and plain_sac(self.sb3_policy)
@@ -203,9 +209,15 @@ class SB3Policy(BasePolicy):
 
         assert states is not None
         rows = []
+        epsilon = self.epsilon
         for i, rng in enumerate(states):
+            torch_seed = int(rng.integers(2**63 - 1))
+            if epsilon and rng.random() < epsilon:
+                space = self.sb3_policy.action_space
+                rows.append(np.asarray(space.start + rng.integers(space.n), dtype=np.int64))
+                continue
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(int(rng.integers(2**63 - 1)))
+                torch.manual_seed(torch_seed)
                 action = self.actions(row(obs, i), deterministic=False)
             rows.append(action[0])
         return np.stack(rows), states

@@ -13,7 +13,9 @@ Layouts (``<Env>`` is the env id the agent was trained on):
 
 A folder or the ``.zip`` inside one are read alike. For example, in this repository,
 ``read_saved_run("tests/data/zoo/a2c/Pendulum-v1_1")`` gives algorithm ``"A2C"``, trained on
-``"Pendulum-v1"``, with ``Pendulum-v1/vecnormalize.pkl``.
+``"Pendulum-v1"``, with ``Pendulum-v1/vecnormalize.pkl``. An Atari run
+(``env_wrapper: [stable_baselines3.common.atari_wrappers.AtariWrapper]``, ``frame_stack: 4``)
+is read alike; :attr:`SavedRun.atari` tells it, and :mod:`..atari` what its episodes are.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from ..._optional import require
 from ...errors import PolicyError
+from ..atari import looks_atari
 from .needs import EnvNeeds
 from .preprocess import STATS_FILES
 from .sb3 import canonical_algo
@@ -76,6 +79,14 @@ class SavedRun:
     needs: EnvNeeds = field(default_factory=EnvNeeds)
     label: str = ""
     policy_kwargs: Any = None  # config.yml's, as written (text or mapping)
+
+    @property
+    def atari(self) -> bool:
+        """Whether the run is an Atari agent (trained on an ALE id, or with SB3's
+        ``AtariWrapper``): the zoo evaluates those sampling their actions."""
+        trained_on = self.needs.trained_on
+        return (trained_on is not None and looks_atari(trained_on)) or any(
+            name.rpartition(".")[2] == "AtariWrapper" for name, _ in self.needs.wrappers)
 
 
 def _config_dir(folder: Path, model: Path | None) -> Path | None:

@@ -12,7 +12,7 @@ from gymnasium.wrappers import StickyAction as _GymStickyAction
 from ...errors import PerturbationError
 from .base import Perturbation, _check_action_noise, _float_arg, _int_arg, _noisy_action
 
-__all__ = ["ActionNoise", "StickyAction", "ActionDelay"]
+__all__ = ["ActionNoise", "StickyAction", "ActionDelay", "AleFrameSticky"]
 
 
 class ActionNoise(Perturbation, gym.ActionWrapper):
@@ -41,7 +41,17 @@ class StickyAction(Perturbation, _GymStickyAction):
     """With probability ``p`` the env repeats the previous action instead of the new one.
 
     Gymnasium's ``StickyAction`` (Machado et al., 2018), drawing from this wrapper's own
-    generator instead of the env's ``np_random`` (see the module docstring).
+    generator instead of the env's ``np_random`` (see the module docstring): one draw
+    per agent step.
+
+    On an Atari (ALE) env that skips frames in its wrappers (``*NoFrameskip-v4`` under
+    SB3's ``AtariWrapper``, as the zoo trains), the draw is made at every emulator frame
+    instead, as ALE's own ``repeat_action_probability`` does (Machado et al.'s protocol:
+    ``p=0.25`` per frame, the previous frame's action kept, NOOP before the first): an
+    :class:`AleFrameSticky` is put directly around the ALE env, under the frame skip, and
+    draws from this wrapper's generator. ``duration`` is then 1 (a frame). An ALE env that
+    skips frames inside the emulator (``ALE/...-v5``, ``frameskip=4``) has its own sticky
+    actions (``repeat_action_probability``, 0.25 by default in v5): it is an error here.
 
     >>> import gymnasium as gym
     >>> env = StickyAction(gym.make("CartPole-v1"), p=0.25)
@@ -60,9 +70,18 @@ class StickyAction(Perturbation, _GymStickyAction):
         else:
             duration = _int_arg("StickyAction", "duration", duration, minimum=1)
         self._init_perturbation(p=p, duration=duration)
+        frames = _frame_sticky(env, p, duration, self)
+        if frames is not None and not isinstance(env, gym.Wrapper):
+            env = frames  # a bare ALE env: the per-frame wrapper goes right inside this one
         _GymStickyAction.__init__(self, env, repeat_action_probability=p,
                                   repeat_action_duration=duration)
         self.p = p
+        self.frames = frames  # the per-frame wrapper on an ALE env, else None
+
+    def action(self, action: Any) -> Any:
+        if self.frames is not None:
+            return action  # stuck frame by frame under the frame skip instead
+        return _GymStickyAction.action(self, action)
 
     @property
     def np_random(self) -> np.random.Generator:  # gymnasium's class draws from here
@@ -107,3 +126,62 @@ class ActionDelay(Perturbation, gym.ActionWrapper):
         if len(self._queue) > self.steps:
             return self._queue.popleft()
         return self._queue[0] if self.noop is None else self.noop
+
+
+class AleFrameSticky(gym.ActionWrapper):
+    """ALE's sticky actions, frame by frame: at every emulator frame, with probability
+    ``p`` the previous frame's action is executed again instead of the one given; the
+    action before an episode's first frame is NOOP (0), as ALE's own
+    ``repeat_action_probability`` does after ``reset_game``. It draws from ``owner.rng``
+    (the :class:`StickyAction` perturbation that put it here), never from the env's.
+
+    Placed directly around the ALE env, under the wrappers that skip frames
+    (``MaxAndSkipEnv``), so one agent step of 4 frames makes 4 draws.
+    """
+
+    def __init__(self, env: gym.Env, p: float, owner: Perturbation) -> None:
+        super().__init__(env)
+        self.p = p
+        self.owner = owner
+        self.last: Any = 0
+        self.stuck = 0  # frames that kept the previous action, since the last reset
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        self.last, self.stuck = 0, 0
+        return self.env.reset(seed=seed, options=options)
+
+    def action(self, action: Any) -> Any:
+        if self.owner.rng.random() >= self.p:
+            self.last = action
+        else:
+            self.stuck += 1
+        return self.last
+
+
+def _frame_sticky(env: gym.Env, p: float, duration: Any,
+                  owner: Perturbation) -> AleFrameSticky | None:
+    """Put an :class:`AleFrameSticky` directly around the ALE env under ``env``'s
+    wrappers and return it; None when ``env`` is not an ALE env."""
+    base = env.unwrapped
+    if not (hasattr(base, "ale") and hasattr(base, "_frameskip")):
+        return None
+    skip = base._frameskip
+    if skip != 1:
+        raise PerturbationError(
+            f"StickyAction: this Atari env skips {skip} frames inside the emulator, where its "
+            "own sticky actions are (make it with gymnasium.make(id, "
+            "repeat_action_probability=p); ALE/...-v5 has p=0.25 by default); sticky actions "
+            "per frame need the frame skip in the wrappers (a *NoFrameskip-v4 id under "
+            "SB3's AtariWrapper)")
+    if duration != 1:
+        raise PerturbationError(
+            f"StickyAction: on an Atari env actions stick frame by frame, as ALE's own "
+            f"repeat_action_probability does; duration must be 1, got {duration!r}")
+    sticky = AleFrameSticky(base, p, owner)
+    inner: Any = env
+    while isinstance(inner, gym.Wrapper) and inner.env is not base:
+        inner = inner.env
+    if isinstance(inner, gym.Wrapper):
+        inner.env = sticky  # spliced under the frame skip (this env is the audit's own)
+    return sticky
