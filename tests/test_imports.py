@@ -110,10 +110,10 @@ def test_ratings_and_verdicts_need_neither_numpy_nor_scipy():
 
 def test_the_stats_facade_keeps_every_public_name():
     import pytest_rlaudit.stats as stats
-    from pytest_rlaudit.stats import paired, ratings, sequential
+    from pytest_rlaudit.stats import paired, ratings, runs, sequential
 
     homes = {name: getattr(stats, name) for name in stats.__all__}
     assert homes["paired_ratio_ci"] is paired.paired_ratio_ci
     assert homes["RATINGS"] is ratings.RATINGS and homes["adaptive_sample"] is sequential.adaptive_sample
-    assert set(stats.__all__) == {*paired.__all__, *sequential.__all__,
+    assert set(stats.__all__) == {*paired.__all__, *sequential.__all__, *runs.__all__,
                                   *(n for n in ratings.__all__ if n not in ("Rating", "Mode"))}

@@ -52,6 +52,14 @@ _HOMES = {
     "adaptive_decisions": "sequential",
     "look_bounds": "sequential",
     "SPENDING_GAMMA": "sequential",
+    "iqm": "runs",
+    "run_ratios": "runs",
+    "runs_ratio_ci": "runs",
+    "probability_of_improvement": "runs",
+    "improvement_ci": "runs",
+    "performance_profile": "runs",
+    "expanded_level": "runs",
+    "RUNS_RESAMPLES": "runs",
 }
 __all__ = list(_HOMES)
 
