@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from ..rollout.deadline import within
 from ..rollout.runner import DEFAULT_MAX_STEPS
 from ..stats import DEFAULT_THRESHOLDS, Thresholds
@@ -96,22 +98,28 @@ def audit(
 
 
 def run_audit(agent: Any, env: EnvLike, scenarios: ScenarioLike | Iterable[ScenarioLike] | None,
-              settings: AuditSettings) -> AuditResult:
+              settings: AuditSettings, *, random: np.ndarray | None = None,
+              engine: Engine | None = None) -> AuditResult:
     """:func:`audit` with its settings made: the nominal episodes and ``scenarios``' in
-    one pool, the random reference, then the statistics (:class:`.engine.Engine`)."""
+    one pool, the random reference, then the statistics (:class:`.engine.Engine`).
+
+    ``random``: the uniform random policy's returns on these episodes of this env, if
+    already run (:func:`~.runs.audit_runs` runs them once for all its runs: they depend
+    only on the env and the seeds); ``engine``: the engine to audit with, if made."""
     __tracebackhide__ = True  # pytest shows the caller's line
     with within(settings.timeout):
         chosen = [s for s in registry.resolve(scenarios) if s.name != NOMINAL.name]
-        engine = Engine(agent, env, settings)
+        engine = engine or Engine(agent, env, settings)
         engine.check(chosen)  # before any rollout, not after nominal
         episodes = settings.episodes
         started = time.perf_counter()
-        # + nominal and random
-        with showing(settings.progress, expected=(len(chosen) + 2) * episodes):
+        # + nominal and, unless given, random
+        with showing(settings.progress,
+                     expected=(len(chosen) + (2 if random is None else 1)) * episodes):
             batches = engine.paired(chosen, range(episodes))
             # as run: a scenario sized by the observations' spread with the spread calibrated
             chosen = [s.with_params(**batches[s.name].params) for s in chosen]
-            random = engine.random(episodes)
+            random = engine.random(episodes) if random is None else random
         ref = reference_score(settings.reference, random)
         measured = engine.measure(batches, chosen, random=random, reference=ref)
         return AuditResult(

@@ -55,6 +55,7 @@ _HOMES = {
     "iqm": "runs",
     "run_ratios": "runs",
     "runs_ratio_ci": "runs",
+    "iqm_ci": "runs",
     "probability_of_improvement": "runs",
     "improvement_ci": "runs",
     "performance_profile": "runs",

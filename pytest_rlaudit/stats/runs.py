@@ -34,7 +34,7 @@ from .._checks import confidence as check_confidence
 from .._checks import integer
 
 __all__ = ["iqm", "run_ratios", "runs_ratio_ci", "probability_of_improvement",
-           "improvement_ci", "performance_profile", "expanded_level", "RUNS_RESAMPLES"]
+           "improvement_ci", "performance_profile", "iqm_ci", "expanded_level", "RUNS_RESAMPLES"]
 
 #: Bootstrap resamples of the interval of an IQM and of a probability of improvement.
 #: rliable uses 50,000; 10,000 keeps the Monte Carlo error of a 95% interval's ends
@@ -140,14 +140,31 @@ def runs_ratio_ci(
     if runs < 2:
         raise ValueError(f"an interval across runs needs at least 2 runs, got {runs}")
     ratios = run_ratios(n, p, reference)
-    point = iqm(ratios)
+    if not resample_episodes:
+        return iqm_ci(ratios, confidence=confidence, seed=seed, n_resamples=n_resamples)
     rng = _generator(seed, 0x1A)
-    if resample_episodes:
-        blocks = list(_resampled_ratios(n, p, reference, n_resamples, rng))
-    else:
-        blocks = [ratios[rng.integers(0, runs, size=(n_resamples, runs))]]
-    iqms = np.concatenate([_scipy_stats.trim_mean(b, 0.25, axis=1) for b in blocks])
-    return _percentile(iqms, point, expanded_level(confidence, runs))
+    iqms = np.concatenate([_scipy_stats.trim_mean(b, 0.25, axis=1)
+                           for b in _resampled_ratios(n, p, reference, n_resamples, rng)])
+    return _percentile(iqms, iqm(ratios), expanded_level(confidence, runs))
+
+
+def iqm_ci(per_run: ArrayLike, *, confidence: float = 0.95, seed: int = 0,
+           n_resamples: int = RUNS_RESAMPLES) -> tuple[float, float]:
+    """:func:`runs_ratio_ci` from the per-run ratios alone (all its default method needs):
+    the runs resampled with replacement, the IQM of each resample, the percentile interval
+    at :func:`expanded_level`, containing the point estimate.
+
+    >>> iqm_ci([0.5, 0.5, 0.5]), iqm_ci([0.9, 1.0], confidence=0.5, n_resamples=200)
+    ((0.5, 0.5), (0.9, 1.0))
+    """
+    ratios = _values("per_run", per_run, minimum=2)
+    confidence = check_confidence(confidence)
+    n_resamples = integer("n_resamples", n_resamples, minimum=100)
+    runs = len(ratios)
+    rng = _generator(seed, 0x1A)
+    iqms = _scipy_stats.trim_mean(ratios[rng.integers(0, runs, size=(n_resamples, runs))],
+                                  0.25, axis=1)
+    return _percentile(iqms, iqm(ratios), expanded_level(confidence, runs))
 
 
 def probability_of_improvement(x: ArrayLike, y: ArrayLike) -> float:
