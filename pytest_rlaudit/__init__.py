@@ -26,6 +26,10 @@ _EXPORTS = {
     "audit": "auditing.results",
     "AuditResult": "auditing.results",
     "ScenarioResult": "auditing.results",
+    "audit_runs": "auditing.runs",
+    "RunsResult": "auditing.runs",
+    "probability_of_improvement": "auditing.improvement",
+    "assert_more_robust": "verdicts.improvement",
     "Scenario": "world.scenarios",
     "Schedule": "world.schedules",
     "find_breaking_schedule": "verdicts.falsify",
@@ -60,12 +64,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from . import scenarios
     from .auditing.curves import ToleranceCurve, tolerance
     from .auditing.diagnosis import Diagnosis
+    from .auditing.improvement import probability_of_improvement
     from .auditing.results import AuditResult, ScenarioResult, audit
+    from .auditing.runs import RunsResult, audit_runs
     from .errors import RLAuditError, RobustnessError
     from .verdicts.assertions import assert_robust, check_robust
     from .verdicts.collapse import assert_no_policy_collapse
     from .verdicts.determinism import assert_deterministic
     from .verdicts.falsify import find_breaking_schedule
+    from .verdicts.improvement import assert_more_robust
     from .verdicts.regression import assert_no_regression
     from .world.agents import Policy, as_policy
     from .world.scenarios import Scenario

@@ -22,7 +22,6 @@ from ``seed``, so the same inputs give the same intervals, bit for bit.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
