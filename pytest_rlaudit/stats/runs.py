@@ -156,7 +156,9 @@ def iqm_ci(per_run: ArrayLike, *, confidence: float = 0.95, seed: int = 0,
     >>> iqm_ci([0.5, 0.5, 0.5]), iqm_ci([0.9, 1.0], confidence=0.5, n_resamples=200)
     ((0.5, 0.5), (0.9, 1.0))
     """
-    ratios = _values("per_run", per_run, minimum=2)
+    ratios = _values("per_run", per_run)
+    if len(ratios) < 2:
+        raise ValueError(f"an interval across runs needs at least 2 runs, got {len(ratios)}")
     confidence = check_confidence(confidence)
     n_resamples = integer("n_resamples", n_resamples, minimum=100)
     runs = len(ratios)
