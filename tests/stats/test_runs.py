@@ -139,9 +139,11 @@ def population_iqm(a: float, b: float) -> float:
     return float(dist.expect(lambda x: x, lb=q1, ub=q3) / 0.5)
 
 
-def draw_runs(rng: np.random.Generator, population: str, runs: int, episodes: int = 30):
-    """One simulated recipe: ``(runs, episodes)`` nominal and perturbed returns."""
-    a, b, noise = POPULATIONS[population]
+def draw_runs(rng: np.random.Generator, population: str | tuple[float, float, float], runs: int,
+              episodes: int = 30):
+    """One simulated recipe: ``(runs, episodes)`` nominal and perturbed returns.
+    ``population``: a name of :data:`POPULATIONS`, or its ``(a, b, noise)``."""
+    a, b, noise = POPULATIONS[population] if isinstance(population, str) else population
     ratios = rng.beta(a, b, runs)
     means = rng.normal(400.0, 40.0, runs)
     shared = rng.normal(0.0, noise, (runs, episodes))
@@ -151,16 +153,16 @@ def draw_runs(rng: np.random.Generator, population: str, runs: int, episodes: in
 
 
 def coverage(population: str, runs: int, sims: int, *, seed: int = 0, n_resamples: int = 2000,
-             resample_episodes: bool = False) -> float:
-    """The share of ``sims`` simulated recipes whose 95% interval (the library's own,
-    :func:`runs_ratio_ci`) holds the population's IQM."""
+             resample_episodes: bool = False, confidence: float = 0.95) -> float:
+    """The share of ``sims`` simulated recipes whose interval (the library's own,
+    :func:`runs_ratio_ci`, 95% unless ``confidence`` says) holds the population's IQM."""
     truth = population_iqm(*POPULATIONS[population][:2])
     rng = np.random.default_rng(seed)
     hits = 0
     for i in range(sims):
         nominal, perturbed = draw_runs(rng, population, runs)
         low, high = runs_ratio_ci(nominal, perturbed, seed=i, n_resamples=n_resamples,
-                                  resample_episodes=resample_episodes)
+                                  resample_episodes=resample_episodes, confidence=confidence)
         hits += low <= truth <= high
     return hits / sims
 
