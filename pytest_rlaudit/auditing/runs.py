@@ -285,7 +285,8 @@ def audit_runs(
     :func:`~pytest_rlaudit.stats.runs.runs_ratio_ci` for why that counts the episode
     noise too, and the measured coverage) and its rating. Fewer than 5 runs give wide
     intervals. ``timeout`` bounds all the runs together; ``name`` labels the recipe in
-    reports (default: the glob, or the first run's name and how many more). The other
+    reports (default: the glob, else the runs' name if they share one, else the first
+    run's and how many more). The other
     arguments are :func:`~pytest_rlaudit.audit`'s. A run that a plain audit refuses (one
     that does not beat the random policy, say) stops this one with that error, which
     names the run.
@@ -303,6 +304,7 @@ def audit_runs(
     results: list[AuditResult] = []
     with within(settings.timeout):
         for j, agent in enumerate(runs):
+            engine: Engine | None = None
             try:
                 engine = Engine(agent, env, each)
                 needs = engine.policy.env_needs
@@ -314,11 +316,14 @@ def audit_runs(
                     randoms.append((needs, engine.random(settings.episodes)))  # kept: no rerun
             except Exception as exc:
                 if hasattr(exc, "add_note"):  # Python 3.11+
-                    exc.add_note(f"(in run {j} of audit_runs: {_label(agent, None)})")
+                    named = engine.name if engine is not None else _label(agent, None)
+                    exc.add_note(f"(in run {j} of audit_runs: {named})")
                 raise
     labels = _labels(runs, results)
+    raw = {_label(a, r) for a, r in zip(runs, results, strict=True)}
+    default = raw.pop() if len(raw) == 1 else f"{labels[0]} and {len(labels) - 1} more"
     return RunsResult(
-        name=name or pattern or f"{labels[0]} and {len(labels) - 1} more",
+        name=name or pattern or default,
         env=results[0].env, seed=settings.seed, episodes=settings.episodes,
         reference=results[0].reference, confidence=settings.confidence,
         thresholds=settings.thresholds, labels=labels,
