@@ -17,10 +17,10 @@
      (``resample_episodes=True``; ``--two-stage-sims`` recipes: it is slower).
 
    Printed: the share of intervals that hold the estimand (target 0.93-0.97 for
-   ``shipped``), with its binomial standard error, and the median width. Then the same for
-   the probability of improvement's interval (:func:`~pytest_rlaudit.stats.runs.improvement_ci`)
-   of the first population over a worse one (Beta(6, 3)), against P(X > Y) of the two
-   Beta distributions.
+   ``shipped``), with its binomial standard error. Then the same for the probability of
+   improvement's interval (shipped: :func:`~pytest_rlaudit.stats.runs.improvement_ci`,
+   Newcombe's score interval; bootstrap: rliable's) of the first population over itself
+   and over two worse ones, against P(X > Y) of the two Beta distributions.
 
 2. Cost. ``audit_runs`` of 5 agents against ``audit`` of each alone, on CartPole-v1, the
    default suite, ``--episodes`` episodes, ``reference=0`` and ``"random"``; medians of
@@ -84,31 +84,44 @@ def _coverage(population: str, runs: int, sims: int, *, plain: bool = False,
                     confidence=plain_confidence(runs) if plain else 0.95)
 
 
+def bootstrap_improvement_ci(x: np.ndarray, y: np.ndarray, seed: int,
+                              n_resamples: int = 2000) -> tuple[float, float]:
+    """rliable's interval: each recipe's runs resampled independently, the plain 95%
+    percentile interval of the Mann-Whitney estimates."""
+    rng = np.random.default_rng(seed)
+    xs = x[rng.integers(0, len(x), (n_resamples, len(x)))]
+    ys = y[rng.integers(0, len(y), (n_resamples, len(y)))]
+    diff = xs[:, :, None] - ys[:, None, :]
+    wins = (diff > 0).mean(axis=(1, 2)) + 0.5 * (diff == 0).mean(axis=(1, 2))
+    low, high = np.percentile(wins, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def improvement_table(sims: int) -> None:
-    a, b = stats.beta(8, 2), stats.beta(6, 3)
-    truth = float(a.expect(lambda x: b.cdf(x)))  # P(X > Y), X ~ a, Y ~ b independent
-    print(f"\nprobability of improvement, Beta(8, 2) runs over Beta(6, 3) runs (truth "
-          f"{truth:.3f}); {sims} pairs of recipes per cell")
-    print(f"{'runs':>4} {'shipped':>14} {'percentile':>14} {'median width':>13} "
-          f"{'mean estimate':>14}")
-    worse = (6.0, 3.0, POPULATIONS["skewed"][2])
-    for runs in (5, 10):
-        rng = np.random.default_rng(1)
-        hits, plain_hits, widths, points = 0, 0, [], []
-        for i in range(sims):
-            x = run_ratios(*draw_runs(rng, "skewed", runs))
-            y = run_ratios(*draw_runs(rng, worse, runs))
-            low, high = improvement_ci(x, y, seed=i, n_resamples=2000)
-            hits += low <= truth <= high
-            widths.append(high - low)
-            low, high = improvement_ci(x, y, seed=i, n_resamples=2000,
-                                       confidence=plain_confidence(runs))
-            plain_hits += low <= truth <= high
-            points.append(probability_of_improvement(x, y))
-        cells = [f"{h / sims:.3f}+-{math.sqrt(h / sims * (1 - h / sims) / sims):.3f}"
-                 for h in (hits, plain_hits)]
-        print(f"{runs:>4} {cells[0]:>14} {cells[1]:>14} {statistics.median(widths):>13.3f} "
-              f"{statistics.mean(points):>14.3f}", flush=True)
+    better = POPULATIONS["skewed"]
+    print(f"\nprobability of improvement of Beta(8, 2) runs over others, 95% intervals; "
+          f"{sims} pairs of recipes per cell; +- one binomial standard error")
+    print(f"{'over':>10} {'truth':>6} {'runs':>4} {'shipped':>14} {'bootstrap':>14} "
+          f"{'shipped width':>14} {'mean estimate':>14}")
+    for a, b in ((8.0, 2.0), (6.0, 3.0), (4.0, 4.0)):
+        truth = float(stats.beta(8, 2).expect(lambda v, a=a, b=b: stats.beta(a, b).cdf(v)))
+        for runs in (5, 10):
+            rng = np.random.default_rng(1)
+            hits, boot_hits, widths, points = 0, 0, [], []
+            for i in range(sims):
+                x = run_ratios(*draw_runs(rng, better, runs))
+                y = run_ratios(*draw_runs(rng, (a, b, better[2]), runs))
+                low, high = improvement_ci(x, y)
+                hits += low <= truth <= high
+                widths.append(high - low)
+                low, high = bootstrap_improvement_ci(x, y, seed=i)
+                boot_hits += low <= truth <= high
+                points.append(probability_of_improvement(x, y))
+            cells = [f"{h / sims:.3f}+-{math.sqrt(h / sims * (1 - h / sims) / sims):.3f}"
+                     for h in (hits, boot_hits)]
+            print(f"{f'Beta({a:g}, {b:g})':>10} {truth:>6.3f} {runs:>4} {cells[0]:>14} "
+                  f"{cells[1]:>14} {statistics.median(widths):>14.3f} "
+                  f"{statistics.mean(points):>14.3f}", flush=True)
 
 
 def cost_table(episodes: int, repeats: int) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as _scipy_stats
+from scipy.optimize import brentq
 
 from .._checks import confidence as check_confidence
 from .._checks import integer
@@ -181,28 +182,57 @@ def probability_of_improvement(x: ArrayLike, y: ArrayLike) -> float:
     return float(_improvement(a[None, :], b[None, :])[0])
 
 
-def improvement_ci(x: ArrayLike, y: ArrayLike, *, confidence: float = 0.95, seed: int = 0,
-                   n_resamples: int = RUNS_RESAMPLES) -> tuple[float, float]:
-    """Interval of :func:`probability_of_improvement` of X's per-run values over Y's.
+def improvement_ci(x: ArrayLike, y: ArrayLike, *,
+                   confidence: float = 0.95) -> tuple[float, float]:
+    """Interval of :func:`probability_of_improvement` of X's per-run values over Y's:
+    Newcombe's method 5 (Statistics in Medicine, 2006, "Confidence intervals for an effect
+    size measure based on the Mann-Whitney statistic, part 2"), a score interval: the
+    ``t`` with ``(t - estimate)^2 <= z^2 V(t)``, where ``V`` is Hanley and McNeil's variance
+    of the estimate at ``t`` with ``N* = (m + n) / 2 - 1``.
 
-    The runs of X and of Y are independent samples: each resample draws each side's runs
-    with replacement, independently (rliable's ``StratifiedIndependentBootstrap`` on one
-    task); as in :func:`runs_ratio_ci`, each run's value carries its episode noise. The
-    percentile interval at :func:`expanded_level` for the smaller number of runs (rliable
-    takes the plain percentile interval), containing the point estimate.
+    Not rliable's bootstrap, which resamples each recipe's runs: when every run of X beats
+    every run of Y (at 5 runs each, 37% of the time for recipes whose true probability is
+    0.92) every resample does too, and its interval is the point 1.0, so it covered 0.65
+    where 0.95 was asked; Newcombe's interval covered 0.946-0.97 at 5 and 10 runs, true
+    probabilities 0.5, 0.76 and 0.92 (``benchmarks/bench_runs.py``). Each run's value
+    carries its episode noise, as in :func:`runs_ratio_ci`. Closed form: no resampling,
+    the same numbers every time.
 
-    >>> improvement_ci([0.9, 0.95, 1.0], [0.5, 0.6, 0.7], n_resamples=500)
-    (1.0, 1.0)
+    >>> low, high = improvement_ci([0.9, 0.95, 1.0, 0.92, 0.97], [0.5, 0.6, 0.7, 0.55, 0.65])
+    >>> round(low, 3), high
+    (0.643, 1.0)
     """
-    a, b = _values("x", x, minimum=2), _values("y", y, minimum=2)
+    a, b = _values("x", x), _values("y", y)
+    if min(len(a), len(b)) < 2:
+        raise ValueError(f"a probability of improvement's interval needs at least 2 runs of "
+                         f"each recipe, got {len(a)} and {len(b)}")
     confidence = check_confidence(confidence)
-    n_resamples = integer("n_resamples", n_resamples, minimum=100)
+    m, n = len(a), len(b)
     point = probability_of_improvement(a, b)
-    rng = _generator(seed, 0x1B)
-    xs = a[rng.integers(0, len(a), size=(n_resamples, len(a)))]
-    ys = b[rng.integers(0, len(b), size=(n_resamples, len(b)))]
-    level = expanded_level(confidence, min(len(a), len(b)))
-    return _percentile(_improvement(xs, ys), point, level)
+    z2 = float(_scipy_stats.norm.ppf(0.5 + confidence / 2)) ** 2
+    pairs = (m + n) / 2 - 1
+
+    def outside(t: float) -> float:  # > 0 outside the interval, <= 0 inside
+        variance = t * (1 - t) * (1 + pairs * ((1 - t) / (2 - t) + t / (1 + t))) / (m * n)
+        return (t - point) ** 2 - z2 * variance
+
+    return (_score_end(outside, point, 0.0), _score_end(outside, point, 1.0))
+
+
+def _score_end(outside: Any, point: float, edge: float) -> float:
+    """The end of a score interval between ``point`` and ``edge`` (0 or 1): ``edge`` when
+    it is inside, else the root of ``outside`` between them. At an estimate of 0 or 1 the
+    variance vanishes there, so the search starts a little inside."""
+    if outside(edge) <= 0:
+        return edge
+    inner = point
+    step = (edge - point) * 1e-6 if point in (0.0, 1.0) else 0.0
+    while step and outside(inner) >= 0 and abs(step) < 0.5:
+        step *= 2
+        inner = point + step
+    if outside(inner) > 0:
+        return point  # no room: the interval is the point (not reached for 2+ runs)
+    return float(brentq(outside, min(inner, edge), max(inner, edge)))
 
 
 def performance_profile(per_run: ArrayLike, taus: ArrayLike) -> np.ndarray:

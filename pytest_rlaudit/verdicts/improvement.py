@@ -9,9 +9,9 @@ returns: a recipe may score higher nominally and still lose more under a perturb
 >>> from pytest_rlaudit import assert_more_robust, audit_runs
 >>> def controller(gain):
 ...     return lambda obs: (obs[:, 2] + gain * obs[:, 3] > 0).astype(np.int64)
->>> a = audit_runs([controller(g) for g in (0.1, 0.2, 0.3)], "CartPole-v1",
+>>> a = audit_runs([controller(g) for g in (0.1, 0.15, 0.2, 0.25, 0.3)], "CartPole-v1",
 ...                scenarios="jitter", episodes=3, name="light gain")
->>> b = audit_runs([controller(g) for g in (0.5, 0.7, 1.0)], "CartPole-v1",
+>>> b = audit_runs([controller(g) for g in (0.5, 0.6, 0.7, 0.8, 1.0)], "CartPole-v1",
 ...                scenarios="jitter", episodes=3, name="heavy gain")
 >>> assert_more_robust(a, b, "jitter").point
 1.0

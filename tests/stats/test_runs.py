@@ -68,6 +68,33 @@ def test_the_runs_bootstrap_is_rliables_stratified_bootstrap(runs, rliable):
     assert high == pytest.approx(rliable[1], abs=0.004)
 
 
+def hanley_mcneil(t: float, m: int, n: int) -> float:
+    """The variance of a Mann-Whitney estimate at ``t`` (Newcombe 2006, method 5)."""
+    pairs = (m + n) / 2 - 1
+    return t * (1 - t) * (1 + pairs * ((1 - t) / (2 - t) + t / (1 + t))) / (m * n)
+
+
+@pytest.mark.parametrize(("x", "y"), [(X, Y), (X[:5], Y[:5]), ([1.0, 2.0, 3.0], [0.0, 0.5])])
+def test_the_improvement_interval_is_newcombes_score_interval(x, y):
+    point = probability_of_improvement(x, y)
+    low, high = improvement_ci(x, y)
+    z2 = stats.norm.ppf(0.975) ** 2
+    assert low <= point <= high
+    for end in (low, high):  # each end solves (t - estimate)^2 = z^2 V(t), or is 0 or 1
+        if end not in (0.0, 1.0):
+            assert (end - point) ** 2 == pytest.approx(z2 * hanley_mcneil(end, len(x), len(y)),
+                                                       rel=1e-6, abs=1e-12)
+    back = improvement_ci(y, x)  # the same statement the other way round
+    assert back[0] == pytest.approx(1 - high) and back[1] == pytest.approx(1 - low)
+
+
+def test_every_run_winning_is_not_certainty():
+    # rliable's bootstrap would say (1.0, 1.0): every resample wins every pair
+    low, high = improvement_ci([0.9, 0.95, 1.0, 0.92, 0.97], [0.5, 0.6, 0.7, 0.55, 0.65])
+    assert high == 1.0 and low == pytest.approx(0.6427, abs=1e-4)
+    assert (1 - low) ** 2 == pytest.approx(stats.norm.ppf(0.975) ** 2 * hanley_mcneil(low, 5, 5))
+
+
 def test_run_ratios_are_each_runs_plain_ratio():
     from pytest_rlaudit.stats import ratio
 
@@ -90,7 +117,6 @@ def test_intervals_are_reproducible_bit_for_bit_and_seeded():
     assert runs_ratio_ci(nominal, perturbed, seed=4, resample_episodes=True) != two
     ratios = run_ratios(nominal, perturbed)
     assert iqm_ci(ratios, seed=3) == first
-    assert improvement_ci(X, Y, seed=5) == improvement_ci(X, Y, seed=5)
     low, high = improvement_ci(X, Y)
     assert low <= probability_of_improvement(X, Y) <= high
 

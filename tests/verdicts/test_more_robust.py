@@ -15,6 +15,7 @@ from pytest_rlaudit import (
     probability_of_improvement,
 )
 from pytest_rlaudit.errors import InvalidArgumentError
+from pytest_rlaudit.stats.runs import improvement_ci
 from pytest_rlaudit.stats.runs import probability_of_improvement as mann_whitney
 
 
@@ -30,26 +31,29 @@ def recipe(gains, name, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def light():  # jitter ratios about 1.0, 0.82, 0.93
-    return recipe((0.1, 0.2, 0.3), "light")
+def light():  # jitter ratios 1.0, 1.0, 0.82, 0.88, 0.93
+    return recipe((0.1, 0.15, 0.2, 0.25, 0.3), "light")
 
 
 @pytest.fixture(scope="module")
-def heavy():  # jitter ratios about 0.61, 0.34, 0.63
-    return recipe((0.5, 0.7, 1.0), "heavy")
+def heavy():  # jitter ratios 0.61, 0.42, 0.34, 0.63, 0.63
+    return recipe((0.5, 0.6, 0.8, 0.7, 1.0), "heavy")
 
 
 @pytest.fixture(scope="module")
-def mixed():  # one light run beside two heavy ones
-    return recipe((0.1, 0.5, 0.7), "mixed")
+def mixed():  # two light runs beside three heavy ones
+    return recipe((0.1, 0.2, 0.5, 0.6, 0.9), "mixed")
 
 
 def test_the_estimate_is_mann_whitney_over_the_runs_ratios(light, heavy, mixed):
     found = probability_of_improvement(light, heavy, "jitter")
-    assert found.point == 1.0 and found.ci == (1.0, 1.0) and found.runs == (3, 3)
+    assert found.point == 1.0 and found.runs == (5, 5)
+    assert found.ci == improvement_ci(light["jitter"].per_run, heavy["jitter"].per_run)
+    assert found.ci[0] == pytest.approx(0.6427, abs=1e-4) and found.ci[1] == 1.0
     found = probability_of_improvement(mixed, heavy, "jitter")
     assert found.point == mann_whitney(mixed["jitter"].per_run, heavy["jitter"].per_run)
     assert found.ci[0] <= found.point <= found.ci[1]
+    assert probability_of_improvement(mixed, heavy, "jitter", confidence=0.5).ci[0] > found.ci[0]
     assert probability_of_improvement(mixed, heavy, "jitter") == found  # seeded: the same
     assert json.loads(json.dumps(found.to_dict()))["a"]["per_run"] == mixed["jitter"].per_run.tolist()
     assert str(found).startswith("P(mixed more robust than heavy under jitter) = ")
@@ -65,9 +69,9 @@ def test_its_failure_message_stands_on_its_own(light, heavy):
     lines = str(info.value).splitlines()
     assert lines[0] == (
         "heavy is not shown more robust than light under jitter: P(a run of it keeps more of "
-        "its return than a run of light) = 0.000 (95% CI 0.000 to 0.000); required the "
+        "its return than a run of light) = 0.000 (95% CI 0.000 to 0.357); required the "
         "interval's low end above 0.5 ('confident' mode)")
-    assert lines[1].startswith("  heavy: IQM ratio ") and "over 3 runs [" in lines[1]
+    assert lines[1].startswith("  heavy: IQM ratio ") and "over 5 runs [" in lines[1]
     assert lines[2].startswith("  light: IQM ratio ") and "nominal IQM return 500.0" in lines[2]
     assert lines[3] == "  episodes: 3 paired per run (env seeds 0-2) on CartPole-v1, reference 0.0"
     assert lines[4].startswith("  to pass: heavy's runs must keep more of their return")
@@ -77,7 +81,7 @@ def test_its_failure_message_stands_on_its_own(light, heavy):
 def test_confident_is_the_default_and_point_judges_the_estimate(mixed, heavy):
     found = probability_of_improvement(mixed, heavy, "jitter")
     assert found.point > 0.5 and found.ci[0] <= 0.5  # likely better, not shown
-    with pytest.raises(RobustnessError, match=r"more runs of each recipe narrow it \(3 and 3 "
+    with pytest.raises(RobustnessError, match=r"more runs of each recipe narrow it \(5 and 5 "
                                               r"now\), or mode='point'"):
         assert_more_robust(mixed, heavy, "jitter")
     assert assert_more_robust(mixed, heavy, "jitter", mode="point") == found
