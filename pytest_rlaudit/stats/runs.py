@@ -80,11 +80,12 @@ def expanded_level(confidence: float, size: int) -> float:
     percentile interval in effect uses the normal's.
 
     A percentile interval is too narrow over few units: over 5 runs a nominal 95% interval
-    of the IQM covers about 90%, over 10 runs 93-95%. Hesterberg's expanded percentile
-    interval (The American Statistician, 2015), which the single audit's interval uses
-    over its episodes, also widens by ``sqrt(n / (n - 1))``; for the IQM that over-covers
-    at 10 runs (0.963-0.976 across the populations of ``benchmarks/bench_runs.py``),
-    Student's quantile alone covers 0.93-0.97 at 5 and at 10 runs in every one of them.
+    of the IQM covers 0.90-0.91, over 10 runs 0.93-0.94 (``benchmarks/bench_runs.py``,
+    four populations of runs). Hesterberg's expanded percentile interval (The American
+    Statistician, 2015), which the single audit's interval uses over its episodes, also
+    widens by ``sqrt(n / (n - 1))``; for the IQM that over-covers at 10 runs (0.963-0.976
+    in a first simulation of the same populations). Student's quantile alone covers
+    0.938-0.940 at 5 runs and 0.961-0.965 at 10, in every population.
 
     >>> round(expanded_level(0.95, 5), 4), round(expanded_level(0.95, 10), 4)
     (0.9945, 0.9763)
