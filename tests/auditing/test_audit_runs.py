@@ -168,3 +168,23 @@ def test_an_inconclusive_run_makes_the_runs_rating_inconclusive(monkeypatch):
     settings = runs_module.AuditSettings(episodes=2)
     summary = runs_module.summarise_runs(runs, result.labels, settings)
     assert summary["delay"].rating == INCONCLUSIVE
+
+
+def test_the_timeout_bounds_all_the_runs_together(monkeypatch):
+    import time
+
+    from pytest_rlaudit.auditing import runs as runs_module
+    from pytest_rlaudit.errors import RolloutTimeoutError
+
+    real = runs_module.run_audit
+    seen = []
+
+    def slower(*args, **kwargs):  # each run well within the limit, three of them not
+        time.sleep(0.4)
+        seen.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runs_module, "run_audit", slower)
+    with pytest.raises(RolloutTimeoutError):
+        audit_runs(AGENTS[:3], "CartPole-v1", scenarios="delay", episodes=2, timeout=1.0)
+    assert 1 <= len(seen) < 3
