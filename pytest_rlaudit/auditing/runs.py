@@ -286,10 +286,9 @@ def audit_runs(
     noise too, and the measured coverage) and its rating. Fewer than 5 runs give wide
     intervals. ``timeout`` bounds all the runs together; ``name`` labels the recipe in
     reports (default: the glob, else the runs' name if they share one, else the first
-    run's and how many more). The other
-    arguments are :func:`~pytest_rlaudit.audit`'s. A run that a plain audit refuses (one
-    that does not beat the random policy, say) stops this one with that error, which
-    names the run.
+    run's and how many more). The other arguments are :func:`~pytest_rlaudit.audit`'s.
+    A run that a plain audit refuses (one that does not beat the random policy, say)
+    stops this one with that error, which names the run.
     """
     __tracebackhide__ = True
     settings = AuditSettings(
