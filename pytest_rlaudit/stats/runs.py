@@ -9,7 +9,8 @@ run ``j`` has paired nominal and perturbed episode returns (row ``j`` of two
 :func:`~pytest_rlaudit.stats.paired.ratio` of them, the number a plain audit of it gives.
 
 Pure numpy and scipy: no agents, no envs. Every resampling draws from a generator seeded
-from ``seed``, so the same inputs give the same intervals, bit for bit.
+from ``seed``, and the probability of improvement's interval is in closed form, so the
+same inputs give the same intervals, bit for bit.
 
 >>> import numpy as np
 >>> iqm([0.0, 0.5, 0.75, 1.0, 9.0])     # the middle half: 0.5, 0.75, 1.0
@@ -36,9 +37,9 @@ from .._checks import integer
 __all__ = ["iqm", "run_ratios", "runs_ratio_ci", "probability_of_improvement",
            "improvement_ci", "performance_profile", "iqm_ci", "expanded_level", "RUNS_RESAMPLES"]
 
-#: Bootstrap resamples of the interval of an IQM and of a probability of improvement.
-#: rliable uses 50,000; 10,000 keeps the Monte Carlo error of a 95% interval's ends
-#: below a tenth of their sampling error at a twentieth of rliable's cost.
+#: Bootstrap resamples of the interval of an IQM. rliable uses 50,000; at 10,000 the 95%
+#: interval's ends of 10 runs move by a standard deviation of 0.003 from one seed to the
+#: next (at 5 runs not at all: they are the extreme resamples), and it takes 5 ms.
 RUNS_RESAMPLES = 10_000
 
 #: At most this many resampled episode returns are held at once (about 64 MB of float64
