@@ -1,6 +1,6 @@
 """Many training runs: the coverage of the IQM's interval, and what a runs audit costs.
 
-    python benchmarks/bench_runs.py                       # about 3-4 minutes on 2 cores
+    python benchmarks/bench_runs.py                       # about 7 minutes on 2 cores
     python benchmarks/bench_runs.py --sims 500 --two-stage-sims 200 --repeats 1   # a look
 
 1. Coverage. For each population of runs of ``tests/stats/test_runs.py`` (``POPULATIONS``:
