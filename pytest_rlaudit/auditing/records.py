@@ -42,7 +42,7 @@ from ..errors import RLAuditError
 from ..stats.ratings import ALL_RATINGS
 
 __all__ = ["Gate", "Record", "FIELDS", "VIDEO_KEYS", "REQUIRED", "RecordError", "validate", "record_of",
-           "curve_record", "plain"]
+           "curve_record", "runs_record", "plain"]
 
 
 
@@ -114,6 +114,18 @@ class Record(TypedDict, total=False):
                      "the report folder), episode (its index), seed (its env seed), "
                      "parting_step (null if they never part), start, stop (it shows env "
                      "steps start to stop - 1; 0 is the reset)}"]
+    # A runs record (``--rl-agent`` a glob of training runs: audit_runs) has these too;
+    # its ratio, ci_low, ci_high and rating are then the IQM across runs and its interval.
+    runs: Annotated[int, "a runs record only: how many training runs; its ratio, ci_low, "
+                    "ci_high and rating are their IQM ratio and its interval, and seeds, "
+                    "returns and nominal_returns are every run's episodes, run after run"]
+    labels: Annotated[list[str], "a runs record only: each run's label (its path)"]
+    per_run: Annotated[list[float], "a runs record only: each run's ratio, in the order of "
+                       "labels"]
+    nominal_means: Annotated[list[float], "a runs record only: each run's nominal mean "
+                             "return"]
+    nominal_iqm: Annotated[Number, "a runs record only: the IQM of the runs' nominal mean "
+                           "returns (what the IQM ratio is a ratio of)"]
 
 
 def _json_types(annotation: Any) -> tuple[type, ...]:
@@ -226,6 +238,31 @@ def curve_record(nodeid: str, curve: Any, gate: Gate | None, passed: bool) -> Re
                   reference_score=audited.reference, confidence=audited.confidence,
                   thresholds=audited.thresholds, gate=gate, passed=passed)
     rec["tolerance"] = curve.to_dict()
+    return rec
+
+
+def runs_record(nodeid: str, runs: Any, name: str, gate: Gate | None, passed: bool,
+                reference: float | str) -> Record:
+    """The record of scenario ``name`` of ``runs`` (a
+    :class:`~pytest_rlaudit.auditing.runs.RunsResult`) for the test ``nodeid``: its
+    ratio, interval and rating are the IQM's; its episodes every run's, run after run
+    (paired, seed for seed, with the same run's nominal episodes). ``reference``: as
+    given (0, a number or "random")."""
+    s = runs[name]
+    first = runs.runs[0]
+    rec = _record(nodeid, first[name], first.nominal, agent=runs.name, env=runs.env,
+                  seed=runs.seed, reference=reference,
+                  reference_score=runs.reference, confidence=runs.confidence,
+                  thresholds=runs.thresholds, gate=gate, passed=passed)
+    members = [r[name] for r in runs.runs]
+    rec["seeds"] = [int(x) for m in members for x in m.seeds]
+    rec["returns"] = [float(x) for m in members for x in m.returns]
+    rec["nominal_returns"] = [float(x) for r in runs.runs for x in r.nominal.returns]
+    rec["mean_return"] = sum(rec["returns"]) / len(rec["returns"])
+    rec.update(ratio=float(s.iqm), ci_low=float(s.ci[0]), ci_high=float(s.ci[1]),
+               rating=s.rating, p_value=None, diagnosis=None, runs=s.runs,
+               labels=list(s.labels), per_run=[float(x) for x in s.per_run],
+               nominal_means=[float(x) for x in s.nominal], nominal_iqm=float(s.nominal_iqm))
     return rec
 
 

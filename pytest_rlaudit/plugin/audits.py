@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..auditing.records import Gate, Record
     from ..auditing.settings import AuditSettings
     from ..world.scenarios import Scenario
+    from .runs import RunsAudit
 
 __all__ = ["ItemAudits", "RECORD_KEY", "SAME_AS_KEY"]
 
@@ -41,6 +42,7 @@ class ItemAudits:
         self._policies: dict[Any, tuple[Any, Any]] = {}
         self._default_env: Any = None
         self._raised: dict[tuple[type, str], str] = {}  # errors of run(): the first item
+        self.runs: RunsAudit | None = None  # --rl-agent a glob of 2+ training runs (.runs)
 
     # ---------------------------------------------------------------- what is audited
 
@@ -50,6 +52,8 @@ class ItemAudits:
             pytest.fail("no agent to audit: pass --rl-agent PATH_OR_IMPORT (or set rl_agent "
                         "in the ini file), or override the rl_agent fixture in conftest.py",
                         pytrace=False)
+        if self.runs is not None:  # one agent asked for, and --rl-agent is several runs
+            self.runs.refuse()
         return self.policy_for(self.settings.agent, env=self.settings.env)
 
     def default_env(self) -> Any:
@@ -148,8 +152,12 @@ class ItemAudits:
     def _run(self, item: pytest.Item, scenario: Scenario, agent: Any, env: Any) -> Any:
         __tracebackhide__ = True
         from ..errors import ReferenceScoreError, RobustnessError
+        from .items import ScenarioItem
         from .markers import episodes_marker
 
+        if self.runs is not None and isinstance(item, ScenarioItem):
+            session: Any = self.config.pluginmanager.get_plugin("rlaudit-session")
+            return self.runs.run(self, item, scenario, session.default_scenarios())
         policy = self.default_agent() if agent is None else self.policy_for(agent)
         spec = self.default_env() if env is None else env  # the engine applies env_needs
         episodes = episodes_marker(item.get_closest_marker("rl_episodes")) or {

@@ -25,6 +25,7 @@ from .items import ScenarioCollector, is_hypothesis_test, is_ours, is_rl_item, p
 from .options import Settings
 from .reporting import caught, fail_run, guarded
 from .rootdir import audit_nodeid
+from .runs import RunsAudit, resolve_agent
 from .terminal import write_lines
 from .xdist import is_worker
 
@@ -45,7 +46,13 @@ class AuditSession:
         self.config = config
         self.settings = Settings.read(config)
         self.enabled = bool(self.settings.audit)
+        runs: list[str] = []
+        if self.enabled:  # a glob --rl-agent: one match is that agent, 2+ the runs
+            self.settings, runs = resolve_agent(self.settings)
         self.audits = ItemAudits(config, self.settings)  # what the items ask to be audited
+        if runs:
+            assert self.settings.agent is not None
+            self.audits.runs = RunsAudit(self.settings.agent, runs)
         self.records: list[Record] = []
         self.report_paths: list[Any] = []
         # definition order (collection order before any plugin reorders): rows follow it,
