@@ -15,10 +15,13 @@ from typing import Any
 from .._format import diagnosis_sentence, fixed, interval, p_value
 from .rows import (
     agg_baseline,
+    episodes_cell,
     gated,
     nominal_mean,
     rating_cell,
+    ratio_cell,
     reference_text,
+    runs_text,
     short_diagnosis,
     tolerance_text,
 )
@@ -72,9 +75,9 @@ def markdown(doc: dict[str, Any]) -> str:
     for rec in results:
         lines.append(
             f"| {md(rec['agent'])} | {md(rec['env'])} | {md(rec['scenario'])} | "
-            f"{rec.get('episodes', '?')} | {fixed(nominal_mean(rec), 1)} | "
+            f"{episodes_cell(rec)} | {fixed(nominal_mean(rec), 1)} | "
             f"{md(reference_text(rec))} | "
-            f"{fixed(rec['ratio'])} | {interval(rec['ci_low'], rec['ci_high'])} | "
+            f"{ratio_cell(rec)} | {interval(rec['ci_low'], rec['ci_high'])} | "
             f"{rating_cell(rec, _BADGE)} | {p_value(rec.get('p_value'))} | "
             f"{md(short_diagnosis(rec) or '-')} |")
     if not all(gated(r) for r in results):
@@ -94,6 +97,12 @@ def markdown(doc: dict[str, Any]) -> str:
             lines.append(f"  - {_BADGE['INCONCLUSIVE']}: {md(agg['inconclusive'])}")
         if agg.get("mix"):
             lines.append(f"  - train under what broke it: {md_code(agg['mix'])}")
+    runs = [r for r in results if "runs" in r]
+    if runs:  # each run's ratio: the IQM row's spread, run by run
+        lines += ["", "### Training runs", ""]
+        lines += [f"- **{md(rec['agent'])}** / {md(rec['scenario'])}: IQM "
+                  f"{fixed(rec['ratio'])} across {rec['runs']} runs: {md(runs_text(rec))}"
+                  for rec in runs]
     curves = [r for r in results if r.get("tolerance")]
     if curves:
         lines += ["", "### Tolerance curves", ""]

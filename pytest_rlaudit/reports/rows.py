@@ -19,7 +19,7 @@ from ..stats.ratings import INCONCLUSIVE
 
 __all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows", "tolerance_text",
            "mix_fix", "nominal_mean", "reference_text", "baseline_text", "agg_reference",
-           "agg_baseline", "score_text"]
+           "agg_baseline", "score_text", "episodes_cell", "ratio_cell", "runs_text"]
 
 
 def order_key(rec: Record) -> tuple[int, str, str, str, str]:
@@ -51,7 +51,10 @@ def rating_cell(rec: Record, badges: dict[str, str] | None = None) -> str:
 
 
 def nominal_mean(rec: Record) -> float:
-    """The mean nominal return of the record's episodes: what its ratio is a ratio of."""
+    """The mean nominal return of the record's episodes: what its ratio is a ratio of (of
+    a runs record, the IQM of its runs' nominal means, as its ratio is their IQM's)."""
+    if "nominal_iqm" in rec:
+        return rec["nominal_iqm"]
     returns = rec.get("nominal_returns") or []
     return sum(returns) / len(returns) if returns else float("nan")
 
@@ -74,6 +77,9 @@ def baseline_text(rec: Record) -> str:
     >>> baseline_text({"nominal_returns": [500.0, 480.0], "reference": 0, "reference_score": 0})
     'nominal 490.0 over 2 episodes, reference 0.0'
     """
+    if "runs" in rec:
+        return (f"nominal IQM {fixed(nominal_mean(rec), 1)} across {rec['runs']} runs of "
+                f"{rec.get('episodes', '?')} episodes, reference {reference_text(rec)}")
     episodes = len(rec.get("nominal_returns") or []) or rec.get("episodes", "?")
     return (f"nominal {fixed(nominal_mean(rec), 1)} over {episodes} episodes, "
             f"reference {reference_text(rec)}")
@@ -103,21 +109,59 @@ def agg_baseline(agg: dict[str, Any]) -> str:
 
     >>> agg_baseline({"nominal": 500.0, "episodes": 30, "reference": 0.0})
     'nominal mean return 500.0 over 30 episodes, reference 0.0'
+    >>> agg_baseline({"nominal": 500.0, "episodes": 4, "runs": 3, "reference": 0.0})
+    'nominal IQM return 500.0 across 3 runs of 4 episodes, reference 0.0'
     """
+    if agg.get("runs"):
+        return (f"nominal IQM return {fixed(agg.get('nominal', float('nan')), 1)} across "
+                f"{agg['runs']} runs of {agg.get('episodes', '?')} episodes, reference "
+                f"{agg_reference(agg)}")
     return (f"nominal mean return {fixed(agg.get('nominal', float('nan')), 1)} over "
             f"{agg.get('episodes', '?')} episodes, reference {agg_reference(agg)}")
 
 
+def episodes_cell(rec: Record) -> str:
+    """The ``n`` cell: paired episodes, and for a runs record the runs ("3 runs x 4").
+
+    >>> episodes_cell({"episodes": 4}), episodes_cell({"episodes": 4, "runs": 3})
+    ('4', '3 runs x 4')
+    """
+    n = str(rec.get("episodes", "?"))
+    return f"{rec['runs']} runs x {n}" if "runs" in rec else n
+
+
+def ratio_cell(rec: Record) -> str:
+    """The ``ratio`` cell: a runs record's is the IQM across its runs, and says so.
+
+    >>> ratio_cell({"ratio": 0.5}), ratio_cell({"ratio": 0.5, "runs": 3})
+    ('0.500', 'IQM 0.500')
+    """
+    return f"IQM {fixed(rec['ratio'])}" if "runs" in rec else fixed(rec["ratio"])
+
+
+def runs_text(rec: Record) -> str:
+    """A runs record's runs, each label and ratio: "runs/a.zip 1.000, runs/b.zip 0.105".
+
+    >>> runs_text({"labels": ["a", "b"], "per_run": [1.0, 0.105], "runs": 2})
+    'a 1.000, b 0.105'
+    """
+    return ", ".join(f"{label} {fixed(r)}"
+                     for label, r in zip(rec.get("labels", []), rec.get("per_run", []),
+                                         strict=False))
+
+
 def table_rows(records: Sequence[Record]) -> list[tuple[list[str], str]]:
     """Terminal rows (cells, rating): a header, then one row per record. ``n``: paired
-    episodes; ``nominal``: their mean nominal return; ``ref``: the reference score."""
+    episodes (a runs record: runs x episodes); ``nominal``: their mean nominal return (a
+    runs record: the IQM of the runs'); ``ref``: the reference score; ``ratio``: a runs
+    record's is the IQM ratio, its CI the IQM's interval."""
     level = records[0].get("confidence", 0.95) if records else 0.95
     rows: list[tuple[list[str], str]] = [(
         ["agent", "env", "scenario", "n", "nominal", "ref", "ratio", f"{level:.0%} CI", "rating",
          "p", "diagnosis"], "")]
     for rec in sorted(records, key=order_key):
-        rows.append(([rec["agent"], rec["env"], rec["scenario"], str(rec.get("episodes", "?")),
-                      fixed(nominal_mean(rec), 1), reference_text(rec), fixed(rec["ratio"]),
+        rows.append(([rec["agent"], rec["env"], rec["scenario"], episodes_cell(rec),
+                      fixed(nominal_mean(rec), 1), reference_text(rec), ratio_cell(rec),
                       interval(rec["ci_low"], rec["ci_high"]), rating_cell(rec),
                       p_value(rec.get("p_value")), short_diagnosis(rec) or "-"], rec["rating"]))
     return rows

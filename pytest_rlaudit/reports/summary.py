@@ -48,7 +48,9 @@ def aggregates(records: Iterable[Record]) -> list[dict[str, Any]]:
     reference score, ``reference_kind`` "random" or "number"); ``inconclusive``: why its
     scenarios could not be rated, or None; the deployment and stress scores (min ratio)
     and their ratings (INCONCLUSIVE when any scored scenario is), and ``mix``: the
-    ScenarioMix line that trains under what broke it (or None)."""
+    ScenarioMix line that trains under what broke it (or None). Training runs (records
+    with ``runs``): ``runs`` too, and ``nominal`` is their nominal IQM, ``episodes`` each
+    run's."""
     groups: dict[tuple[str, str], list[Record]] = {}
     for rec in records:
         groups.setdefault((rec["agent"], rec["env"]), []).append(rec)
@@ -63,6 +65,8 @@ def aggregates(records: Iterable[Record]) -> list[dict[str, Any]]:
             "reference_kind": "random" if widest.get("reference") == "random" else "number",
             "inconclusive": None if unrated is None else (
                 (unrated.get("diagnosis") or {}).get("pattern") or INCONCLUSIVE)}
+        if "runs" in widest:  # a runs record: its nominal is the runs' IQM, per run
+            entry.update(runs=widest["runs"], episodes=widest.get("episodes", 0))
         for category in ("deployment", "stress"):
             scored = [r for r in members if r["category"] == category]
             if scored:

@@ -31,7 +31,7 @@ Line = list[tuple[str, str]]
 
 def progress_line(rec: Record) -> Line:
     """The ``-v`` line printed as each audit finishes."""
-    return [(f"    rl audit: {rec['agent']} / {rec['scenario']}: ratio {fixed(rec['ratio'])} "
+    return [(f"    rl audit: {rec['agent']} / {rec['scenario']}: {_ratio_word(rec)} {fixed(rec['ratio'])} "
              f"({interval(rec['ci_low'], rec['ci_high'])}) {rec['rating']}", rec["rating"])]
 
 
@@ -129,9 +129,14 @@ def scenario_line(rec: Record) -> str:
     0.560), FAIL (not gated); nominal 500.0 over 30 episodes, reference 0.0``; the "rl
     audit" section of a passed test's report (what pytest-html and ``-rP`` show) and the
     first line of a failed one's diagnosis."""
-    return (f"{rec['agent']} on {rec['env']}, scenario {rec['scenario']}: ratio "
+    return (f"{rec['agent']} on {rec['env']}, scenario {rec['scenario']}: {_ratio_word(rec)} "
             f"{fixed(rec['ratio'])} ({interval(rec['ci_low'], rec['ci_high'])}), "
             f"{rating_cell(rec)}; {baseline_text(rec)}")
+
+
+def _ratio_word(rec: Record) -> str:
+    """"ratio", or a runs record's "IQM ratio of 3 runs"."""
+    return f"IQM ratio of {rec['runs']} runs" if "runs" in rec else "ratio"
 
 
 def diagnosis_text(rec: Record) -> str:
