@@ -39,8 +39,10 @@ from .rows import (
     agg_baseline,
     agg_reference,
     gated,
+    episodes_cell,
     nominal_mean,
     rating_cell,
+    ratio_cell,
     reference_text,
     score_text,
     short_diagnosis,
@@ -202,10 +204,10 @@ def _pair(anchor: str, agg: dict[str, Any], records: list[Record],
         out.append(
             f'<tr><td><a href="#{anchor}-s{j}">{_e(rec["scenario"])}</a></td>'
             f'<td>{_e(rec.get("category", ""))}</td>'
-            f'<td class="num">{_e(rec.get("episodes", "?"))}</td>'
+            f'<td class="num">{_e(episodes_cell(rec))}</td>'
             f'<td class="num">{fixed(nominal_mean(rec), 1)}</td>'
             f'<td class="num">{_e(reference_text(rec))}</td>'
-            f'<td class="num">{fixed(rec["ratio"])}</td>'
+            f'<td class="num">{_e(ratio_cell(rec))}</td>'
             f'<td class="num">{interval(rec["ci_low"], rec["ci_high"])}</td>'
             f'<td class="{_e(rec["rating"])}">{_e(rating_cell(rec))}</td>'
             f'<td class="num">{p_value(rec.get("p_value"))}</td>'
@@ -225,7 +227,8 @@ def _scenario(anchor: str, rec: Record, plt: Any, directory: Path) -> str:
     episodes = len(rec.get("returns") or []) or rec.get("episodes", "?")
     out = [f'<section class="scenario" id="{anchor}"><h3>{_e(rec["scenario"])} '
            f'<span class="{_e(rec["rating"])}">{_e(rec["rating"])}</span></h3>',
-           f"<p>ratio {fixed(rec['ratio'])} ({level:.0%} CI "
+           f"<p>{'IQM ratio of %d runs' % rec['runs'] if 'runs' in rec else 'ratio'} "
+           f"{fixed(rec['ratio'])} ({level:.0%} CI "
            f"{interval(rec['ci_low'], rec['ci_high'])}), p {p_value(rec.get('p_value'))}, "
            f"{_e(episodes)} paired episodes, nominal {fixed(nominal_mean(rec), 1)}, "
            f"reference {_e(reference_text(rec))}, "
@@ -253,6 +256,14 @@ def _scenario(anchor: str, rec: Record, plt: Any, directory: Path) -> str:
                _svg(tolerance_figure(plt, [rec]), anchor + "-tolerance"))
         figures.append(f"<figure>{svg}<figcaption>Tolerance curve: {_e(sentence)} "
                        f"({_e(points)}).</figcaption></figure>")
+    if "runs" in rec:  # training runs: each run's ratio, and their performance profile
+        from .runs import runs_figure, runs_table
+
+        svg = "" if plt is None else _svg(runs_figure(plt, rec), anchor + "-runs")
+        figures.append(f'<figure class="runs">{svg}<figcaption>Each run\'s ratio (dots) '
+                       "beside the IQM and its interval; the performance profile: the "
+                       "fraction of runs whose ratio exceeds each tau.</figcaption>"
+                       f"{runs_table(rec)}</figure>")
     video = rec.get("video")
     if video:
         figures.append(_video(video, directory))
