@@ -259,10 +259,11 @@ def runs_record(nodeid: str, runs: Any, name: str, gate: Gate | None, passed: bo
     rec["returns"] = [float(x) for m in members for x in m.returns]
     rec["nominal_returns"] = [float(x) for r in runs.runs for x in r.nominal.returns]
     rec["mean_return"] = sum(rec["returns"]) / len(rec["returns"])
-    rec.update(ratio=float(s.iqm), ci_low=float(s.ci[0]), ci_high=float(s.ci[1]),
-               rating=s.rating, p_value=None, diagnosis=None, runs=s.runs,
-               labels=list(s.labels), per_run=[float(x) for x in s.per_run],
-               nominal_means=[float(x) for x in s.nominal], nominal_iqm=float(s.nominal_iqm))
+    rec.update({"ratio": float(s.iqm), "ci_low": float(s.ci[0]), "ci_high": float(s.ci[1]),
+                "rating": s.rating, "p_value": None, "diagnosis": None, "runs": s.runs,
+                "labels": list(s.labels), "per_run": [float(x) for x in s.per_run],
+                "nominal_means": [float(x) for x in s.nominal],
+                "nominal_iqm": float(s.nominal_iqm)})
     return rec
 
 

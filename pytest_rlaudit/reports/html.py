@@ -38,8 +38,8 @@ from .chart import (
 from .rows import (
     agg_baseline,
     agg_reference,
-    gated,
     episodes_cell,
+    gated,
     nominal_mean,
     rating_cell,
     ratio_cell,
@@ -227,7 +227,7 @@ def _scenario(anchor: str, rec: Record, plt: Any, directory: Path) -> str:
     episodes = len(rec.get("returns") or []) or rec.get("episodes", "?")
     out = [f'<section class="scenario" id="{anchor}"><h3>{_e(rec["scenario"])} '
            f'<span class="{_e(rec["rating"])}">{_e(rec["rating"])}</span></h3>',
-           f"<p>{'IQM ratio of %d runs' % rec['runs'] if 'runs' in rec else 'ratio'} "
+           f"<p>{_ratio_word(rec)} "
            f"{fixed(rec['ratio'])} ({level:.0%} CI "
            f"{interval(rec['ci_low'], rec['ci_high'])}), p {p_value(rec.get('p_value'))}, "
            f"{_e(episodes)} paired episodes, nominal {fixed(nominal_mean(rec), 1)}, "
@@ -269,6 +269,10 @@ def _scenario(anchor: str, rec: Record, plt: Any, directory: Path) -> str:
         figures.append(_video(video, directory))
     out += ['<div class="figures">', *figures, "</div></div></section>"]
     return "\n".join(out)
+
+
+def _ratio_word(rec: Record) -> str:
+    return f"IQM ratio of {rec['runs']} runs" if "runs" in rec else "ratio"
 
 
 def _gate_text(gate: Gate) -> str:

@@ -7,8 +7,11 @@ audit's ratio, so ``--rl-min-ratio 0.8`` or ``min_rating="MILD"`` mean the same 
 >>> s = RunsScenario("delay", "deployment", ("a", "b"), np.array([0.9, 0.7]),
 ...                  ((0.8, 1.0), (0.6, 0.8)), ("MILD", "FAIL"), np.array([500.0, 480.0]),
 ...                  0.8, (0.7, 0.9), "MILD")
->>> runs_verdict(s, {"min_ratio": 0.85, "min_rating": None, "mode": "point"})
-(False, 'MILD under delay across 2 runs: IQM ratio 0.800 (95% CI 0.700 to 0.900); required ratio >= 0.85; runs 0.900, 0.700')
+>>> passed, message = runs_verdict(s, {"min_ratio": 0.85, "min_rating": None, "mode": "point"})
+>>> passed, message
+(False, 'MILD under delay across 2 runs: IQM ratio 0.800 (95% CI 0.700 to 0.900); ...')
+>>> message.split("; ", 1)[1]
+'required ratio >= 0.85; runs 0.900, 0.700'
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ terminal and summary.md rows, and index.html's per-run dots and performance prof
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,8 @@ def _page(records: list[Record], folder: Path) -> tuple[Path, dict[str, Any]]:
 
 def test_the_page_draws_each_runs_dots_and_its_performance_profile(records, tmp_path):
     pytest.importorskip("matplotlib")
-    from pytest_rlaudit.reports.runs import profile_points, runs_figure
     from pytest_rlaudit.reports.chart import pyplot
+    from pytest_rlaudit.reports.runs import profile_points, runs_figure
 
     page, _ = _page(records, tmp_path)
     text = page.read_text(encoding="utf-8")
@@ -79,7 +80,7 @@ def test_the_page_draws_each_runs_dots_and_its_performance_profile(records, tmp_
     rec = records[1]
     profile = profile_points(rec)
     assert profile[0] == pytest.approx(np.mean(np.array(rec["per_run"]) > 0))
-    assert all(a >= b for a, b in zip(profile, profile[1:], strict=False))  # falls
+    assert all(a >= b for a, b in itertools.pairwise(profile))  # falls
     plt = pyplot()
     fig = runs_figure(plt, rec)
     assert fig.axes[0].collections[0].get_offsets()[:, 0].tolist() == rec["per_run"]
