@@ -42,7 +42,7 @@ from ..errors import RLAuditError
 from ..stats.ratings import ALL_RATINGS
 
 __all__ = ["Gate", "Record", "FIELDS", "VIDEO_KEYS", "REQUIRED", "RecordError", "validate", "record_of",
-           "curve_record", "runs_record", "plain"]
+           "curve_record", "runs_record", "RUNS_KEYS", "plain"]
 
 
 
@@ -164,6 +164,8 @@ def _fields() -> tuple[dict[str, tuple[tuple[type, ...], str]], tuple[str, ...]]
 #: Every field: (JSON types, what it holds), from :class:`Record`; and those every
 #: record has.
 FIELDS, REQUIRED = _fields()
+#: The fields only a runs record has (:func:`runs_record`).
+RUNS_KEYS = ("runs", "labels", "per_run", "nominal_means", "nominal_iqm")
 #: The keys of a filmed record's ``video`` and their JSON types (see :data:`FIELDS`).
 VIDEO_KEYS: dict[str, tuple[type, ...]] = {
     "file": (str,), "episode": (int,), "seed": (int,), "parting_step": (int, *_NONE),

@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_rlaudit.auditing.records import FIELDS, REQUIRED, Record, runs_record, validate
+from pytest_rlaudit.auditing.records import (
+    FIELDS,
+    REQUIRED,
+    RUNS_KEYS,
+    Record,
+    runs_record,
+    validate,
+)
 from pytest_rlaudit.reports.markdown import markdown
 from pytest_rlaudit.reports.rows import table_rows
 from pytest_rlaudit.reports.summary import summary
@@ -38,7 +45,7 @@ def test_a_runs_record_is_a_valid_record_and_old_records_need_nothing_new(record
     assert validate(rec) is rec
     assert REQUIRED == ("nodeid", "agent", "env", "scenario", "seeds", "returns",
                         "nominal_returns", "ratio")  # the new keys are optional
-    assert {"runs", "labels", "per_run", "nominal_means", "nominal_iqm"} <= set(FIELDS)
+    assert set(RUNS_KEYS) <= set(rec) and set(RUNS_KEYS) <= set(FIELDS)
     assert rec["runs"] == 3 and len(rec["per_run"]) == len(rec["labels"]) == 3
     assert len(rec["seeds"]) == len(rec["returns"]) == 3 * 4  # every run's episodes
     assert rec["ci_low"] <= rec["ratio"] <= rec["ci_high"]
