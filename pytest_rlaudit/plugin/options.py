@@ -187,7 +187,10 @@ OPTIONS: tuple[Option, ...] = (
            "rl-baselines3-zoo folder or a deployed .onnx or TorchScript .pt file, "
            "hf://ORG/REPO (Hugging Face Hub), or "
            "package.module:attribute naming a model, policy, callable or zero-argument "
-           "factory. The default of the rl_agent fixture.", "AGENT"),
+           "factory. The default of the rl_agent fixture. A glob ('logs/ppo/CartPole-v1_*': "
+           "quote it) matching 2 or more agents is a recipe's training runs: the zero-config "
+           "audit rates each scenario on their IQM ratio (audit_runs); one match is that "
+           "agent.", "AGENT"),
     Option("--rl-algo", _text, None, "the SB3 algorithm of --rl-agent's .zip when neither "
            "the file nor its folder tells (PPO, A2C, DQN, SAC, TD3, DDPG, QRDQN, TQC, TRPO, ARS, "
            "CrossQ, RecurrentPPO, MaskablePPO).", "ALGO"),
