@@ -2,7 +2,8 @@
 
 Properties are strings (``rl.scenario``, ``rl.ratio``, ..., ``rl.nominal_mean`` and
 ``rl.reference``: what the ratio is a ratio of; and ``rl.tolerated`` and
-``rl.breaks_at`` for tolerance curves); they reach the file through
+``rl.breaks_at`` for tolerance curves; ``rl.runs`` and ``rl.per_run``, each run's ratio,
+for training runs, whose ``rl.ratio`` is their IQM); they reach the file through
 ``item.user_properties``, which pytest's junitxml reads when it writes a test case.
 """
 
@@ -47,6 +48,9 @@ def properties(record: Record) -> list[tuple[str, object]]:
     ] + ([] if not schedule else [
         ("rl.schedule", schedule["description"]),
         ("rl.schedule_repr", schedule["repr"]),
+    ]) + ([] if "runs" not in record else [  # training runs: rl.ratio is their IQM
+        ("rl.runs", str(record["runs"])),
+        ("rl.per_run", " ".join(f"{r:.6f}" for r in record.get("per_run", []))),
     ]) + _tolerance_properties(record.get("tolerance"))
 
 

@@ -66,8 +66,11 @@ def test_a_glob_of_runs_is_one_item_per_scenario_rated_on_their_iqm(runs: pytest
 
 
 def test_rl_min_ratio_gates_the_iqm_as_it_gates_one_agents_ratio(runs: pytest.Pytester):
-    result = runs.runpytest("--rl-agent", "runs/*.zip", *ARGS, "--rl-min-ratio", "0.3")
+    result = runs.runpytest("--rl-agent", "runs/*.zip", *ARGS, "--rl-min-ratio", "0.3",
+                            "--junitxml", "junit.xml")
     result.assert_outcomes(passed=2)  # spike's IQM is above 0.3
+    junit = (runs.path / "junit.xml").read_text()
+    assert '<property name="rl.runs" value="3"' in junit and "rl.per_run" in junit
 
 
 def test_a_glob_matching_one_agent_is_that_agent(runs: pytest.Pytester):
