@@ -109,8 +109,12 @@ class RunsAudit:
         result = self.result(audits, scenarios)
         gate = audits.gate(item, scenario)
         passed, message = runs_verdict(result[scenario.name], gate, result.thresholds)
-        item.stash[RECORD_KEY] = runs_record(item.nodeid, result, scenario.name, gate, passed,
-                                             reference=audits.settings.reference)
+        record = runs_record(item.nodeid, result, scenario.name, gate, passed,
+                             reference=audits.settings.reference)
+        if audits.settings.videos and not passed:  # say so, rather than film nothing silently
+            record["video"] = {"skipped": "training runs are not filmed: film one run with "
+                               "--rl-agent PATH --rl-videos"}
+        item.stash[RECORD_KEY] = record
         if not passed:
             raise RobustnessError(message, result[scenario.name])
         return result[scenario.name]

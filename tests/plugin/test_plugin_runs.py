@@ -48,7 +48,8 @@ def _results(pytester: pytest.Pytester) -> list[dict]:
 
 
 def test_a_glob_of_runs_is_one_item_per_scenario_rated_on_their_iqm(runs: pytest.Pytester):
-    result = runs.runpytest("--rl-agent", "runs/*.zip", *ARGS, "--rl-report", "out")
+    result = runs.runpytest("--rl-agent", "runs/*.zip", *ARGS, "--rl-report", "out",
+                            "--rl-videos")
     result.assert_outcomes(passed=1, failed=1)  # delay holds; spike breaks 2 runs of 3
     result.stdout.fnmatch_lines([
         "*FAIL under spike across 3 runs: IQM ratio *; required MILD or better; runs *",
@@ -60,6 +61,7 @@ def test_a_glob_of_runs_is_one_item_per_scenario_rated_on_their_iqm(runs: pytest
     assert spike["per_run"][0] == spike["per_run"][2] < 0.5 < spike["per_run"][1]
     assert spike["ratio"] == pytest.approx(iqm(spike["per_run"]))  # the core's IQM
     assert delay["passed"] and not spike["passed"]
+    assert "not filmed" in spike["video"]["skipped"] and delay["video"] is None
     folder = runs.path / "out"
     assert "### Training runs" in (folder / "summary.md").read_text()
     assert (folder / "index.html").read_text().count('<figure class="runs">') == 2
