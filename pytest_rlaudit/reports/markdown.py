@@ -88,7 +88,8 @@ def markdown(doc: dict[str, Any]) -> str:
     for agg in doc["aggregates"]:
         parts = [f"{cat} {_BADGE[agg[cat]['rating']]}" + (
                      "" if agg[cat]["rating"] == "INCONCLUSIVE" else
-                     f" (min ratio {fixed(agg[cat]['score'])}, {md(agg[cat]['scenario'])})")
+                     f" (min {'IQM ' if agg.get('runs') else ''}ratio "
+                     f"{fixed(agg[cat]['score'])}, {md(agg[cat]['scenario'])})")
                  for cat in ("deployment", "stress") if agg[cat]]
         lines.append(f"- **{md(agg['agent'])}** on {md(agg['env'])}: "
                      f"{'; '.join(parts) or 'no suites'}; ratios of the "

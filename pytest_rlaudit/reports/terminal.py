@@ -75,7 +75,8 @@ def audit_section(records: Sequence[Record], *, lost: Sequence[dict[str, str]] =
                 a = agg[category]
                 line += [(f"  {category} ", "bold"), (a["rating"], a["rating"])]
                 if a["rating"] != INCONCLUSIVE:  # its ratios are mostly noise: no number
-                    line.append((f" (min ratio {fixed(a['score'])}, {a['scenario']})", ""))
+                    iqm = "IQM " if agg.get("runs") else ""  # training runs: their IQMs
+                    line.append((f" (min {iqm}ratio {fixed(a['score'])}, {a['scenario']})", ""))
         lines.append(line)
         lines.append([(f"  ratios of: {agg_baseline(agg)}", "")])
         if agg.get("inconclusive"):

@@ -61,9 +61,10 @@ def test_terminal_and_markdown_rows_show_the_iqm_its_interval_the_runs_and_the_n
     assert cells["nominal"] == f"{rec['nominal_iqm']:.1f}"
     text = "\n".join("".join(t for t, _ in line) for line in audit_section(records))
     assert "nominal IQM return" in text and "across 3 runs of 4 episodes" in text
+    assert "(min IQM ratio " in text
     md = markdown(summary(records, version="0"))
     assert "| 3 runs x 4 |" in md and "### Training runs" in md
-    assert f"IQM {rec['ratio']:.3f}" in md
+    assert f"IQM {rec['ratio']:.3f}" in md and "(min IQM ratio " in md
 
 
 def _page(records: list[Record], folder: Path) -> tuple[Path, dict[str, Any]]:
