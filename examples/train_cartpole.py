@@ -6,8 +6,8 @@ Hyperparameters follow rl-baselines3-zoo's tuned CartPole PPO settings.
 Training is seeded and single-threaded on the CPU, so re-running the script
 with the same seed on the same software stack reproduces the same weights.
 
-The output zips are committed to the repository, so you only need to run this
-if you want to regenerate them::
+The single-seed output zips are committed to the repository, so you only need
+to run this if you want to regenerate them (or train several seeds)::
 
     python examples/train_cartpole.py
     python examples/train_cartpole.py --seed 1 --out /tmp/other.zip
