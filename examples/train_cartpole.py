@@ -6,13 +6,23 @@ Hyperparameters follow rl-baselines3-zoo's tuned CartPole PPO settings.
 Training is seeded and single-threaded on the CPU, so re-running the script
 with the same seed on the same software stack reproduces the same weights.
 
-The output zips are committed to the repository, so you only need to run this
-if you want to regenerate them::
+The single-seed output zips are committed to the repository, so you only need
+to run this if you want to regenerate them (or train several seeds)::
 
     python examples/train_cartpole.py
     python examples/train_cartpole.py --seed 1 --out /tmp/other.zip
     python examples/train_cartpole.py --robust
     python examples/train_cartpole.py --mix
+    python examples/train_cartpole.py --seeds 0,1,2 --out runs/fragile
+    python examples/train_cartpole.py --seeds 0,1,2 --robust --out runs/robust
+
+``--seeds`` trains one run per seed (a comma-separated list), one after another,
+each exactly as ``--seed`` would, into the folder ``--out`` (default
+``runs/fragile``, ``runs/robust`` or ``runs/mix``, relative to the current
+directory) as ``seed_<seed>.zip``: the training runs of one recipe, which
+``pytest_rlaudit.audit_runs("runs/fragile/seed_*.zip", "CartPole-v1")`` audits
+together. Re-running it with a seed reproduces that run. It prints each run's
+evaluation returns but does not audit the runs one by one.
 
 At the end the script evaluates the deterministic policy on 20 episodes
 (``reset(seed=i)`` for ``i`` in 0..19) and prints the returns.
@@ -180,9 +190,32 @@ def evaluate(model: PPO, n_episodes: int = N_EVAL_EPISODES) -> list[float]:
     return returns
 
 
+def seed_list(text: str) -> list[int]:
+    """``--seeds``' value: comma-separated distinct integers, such as ``0,1,2``."""
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers such as 0,1,2, got {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(
+            f"expected distinct comma-separated integers such as 0,1,2, got {text!r}")
+    return seeds
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    seeding = parser.add_mutually_exclusive_group()
+    seeding.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    seeding.add_argument(
+        "--seeds",
+        type=seed_list,
+        default=None,
+        help=(
+            "train one run per seed, e.g. 0,1,2, saved as <out>/seed_<seed>.zip "
+            "(--out is then a folder, default runs/fragile, runs/robust or runs/mix)"
+        ),
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--robust",
@@ -215,10 +248,41 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def train_seeds(
+    seeds: Sequence[int], timesteps: int, folder: Path, robust: bool, mix: bool
+) -> list[Path]:
+    """Train one run per seed into ``folder/seed_<seed>.zip``; return their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for seed in seeds:
+        start = time.perf_counter()
+        model = train(seed, timesteps, robust=robust, mix=mix)
+        elapsed = time.perf_counter() - start
+        out = folder / f"seed_{seed}.zip"
+        model.save(out, exclude=EXCLUDE_FROM_SAVE)
+        returns = evaluate(PPO.load(out, device="cpu"))
+        print(
+            f"seed {seed}: trained {timesteps} steps in {elapsed:.1f}s; saved {out}; "
+            f"mean return over {len(returns)} episodes: {np.mean(returns):.1f}",
+            flush=True,
+        )
+        paths.append(out)
+    return paths
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     robust: bool = args.robust
     mix: bool = args.mix
+    if args.seeds is not None:
+        recipe = "robust" if robust else "mix" if mix else "fragile"
+        folder: Path = args.out if args.out is not None else Path("runs") / recipe
+        steps = args.timesteps
+        if steps is None:
+            steps = ROBUST_TIMESTEPS if robust else MIX_TIMESTEPS if mix else DEFAULT_TIMESTEPS
+        train_seeds(args.seeds, steps, folder, robust=robust, mix=mix)
+        print(f'audit them together: audit_runs("{folder / "seed_*.zip"}", "{ENV_ID}")')
+        return 0
     if args.out is not None:
         out: Path = args.out
     else:
