@@ -56,7 +56,7 @@ from scipy import stats
 
 from pytest_rlaudit import audit
 from pytest_rlaudit.world.agents.preprocess import load_vec_normalize
-from pytest_rlaudit.world.agents.sb3 import load_sb3
+from pytest_rlaudit.world.agents.sb3_load import load_sb3
 from pytest_rlaudit.world.agents.torch import MIN_TORCH_ROWS
 from pytest_rlaudit.world.agents.zoo import read_yaml
 

@@ -5,6 +5,37 @@ import pytest
 from cartpole_agents import source
 
 
+def _end_rerunfailures_busy_loop() -> None:
+    """pytest-rerunfailures before 16.7 (the lowest this project admits is 14) reads its
+    xdist status socket one byte at a time and never stops when the peer closes it: after
+    every in-process pytester run with ``-n``, a thread of this process spun at full CPU
+    for the rest of the session, which made CI's lowest-versions stage 2-3x slower than
+    the newest. Its 16.7 ends the connection instead; older versions get that fix here."""
+    try:
+        import pytest_rerunfailures as rerunfailures
+    except ImportError:
+        return
+    db = getattr(rerunfailures, "SocketDB", None)
+    if db is None or hasattr(db, "_sock_recv_bytes"):  # 16.7 and later: fixed there
+        return
+
+    def _sock_recv(self, conn) -> str:  # 16.7's, with its ConnectionError at a closed peer
+        buf = b""
+        while True:
+            b = conn.recv(1)
+            if not b:
+                raise ConnectionError("StatusDB connection closed unexpectedly")
+            if b == self.delim:
+                break
+            buf += b
+        return buf.decode()
+
+    db._sock_recv = _sock_recv
+
+
+_end_rerunfailures_busy_loop()
+
+
 def balance(obs: np.ndarray) -> np.ndarray:
     """A good batched CartPole controller (the example agent's weights)."""
     return (np.asarray(obs) @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)

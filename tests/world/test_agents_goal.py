@@ -10,7 +10,7 @@ from goal_envs import ENV_ID, ReachEnv, register
 from pytest_rlaudit import audit
 from pytest_rlaudit.errors import PolicyError
 from pytest_rlaudit.world.agents import as_policy
-from pytest_rlaudit.world.agents.sb3 import load_sb3, uses_her
+from pytest_rlaudit.world.agents.sb3_load import load_sb3, uses_her
 
 
 def _observations(n: int = 8) -> dict[str, np.ndarray]:

@@ -34,7 +34,7 @@ from pytest_rlaudit.world.agents import (
 )
 from pytest_rlaudit.world.agents.pickles import gym_as_gymnasium
 from pytest_rlaudit.world.agents.preprocess import load_vec_normalize
-from pytest_rlaudit.world.agents.sb3 import load_sb3
+from pytest_rlaudit.world.agents.sb3_load import load_sb3
 from pytest_rlaudit.world.agents.zoo import read_saved_run
 
 ZOO = Path(__file__).parents[1] / "data" / "zoo"

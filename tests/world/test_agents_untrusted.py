@@ -26,8 +26,9 @@ from torch import nn
 from pytest_rlaudit import audit
 from pytest_rlaudit.errors import PolicyError
 from pytest_rlaudit.world.agents import as_policy
-from pytest_rlaudit.world.agents.sb3 import load_sb3
-from pytest_rlaudit.world.agents.untrusted import allowed_class, pickled_global, readable_space
+from pytest_rlaudit.world.agents.allow_lists import allowed_class
+from pytest_rlaudit.world.agents.sb3_load import load_sb3
+from pytest_rlaudit.world.agents.untrusted import pickled_global, readable_space
 
 ROOT = Path(__file__).parents[2]
 BUNDLED = ROOT / "examples" / "ppo_cartpole.zip"

@@ -7,7 +7,7 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
-from hypothesis import find
+from hypothesis import find, given, settings
 from toy_envs import counter, drive
 
 from pytest_rlaudit import Schedule, assert_robust, audit, find_breaking_schedule, scenarios
@@ -19,8 +19,8 @@ from pytest_rlaudit.perturbations import (
     SpeedSchedule,
     seed_perturbations,
 )
-from pytest_rlaudit.strategies import audit_settings, schedules
 from pytest_rlaudit.strategies import scenarios as scenario_strategy
+from pytest_rlaudit.strategies import schedules
 from pytest_rlaudit.verdicts.assertions import RobustnessError, check_robust
 
 # ---------------------------------------------------------------- the timeline
@@ -278,15 +278,14 @@ def test_the_empty_schedule_is_the_simplest_of_all():
     assert find(schedules(), lambda s: True) == Schedule()
 
 
-def test_schedules_stay_within_their_bounds():
-    def out_of_bounds(s: Schedule) -> bool:
-        return (s.horizon() > 40 or s.max_value("speed") > 4 or s.max_value("delay") > 2
-                or s.max_value("obs_noise") > 0.1 or "action_noise" in s.channels)
-
-    with pytest.raises(Exception, match="No examples"):
-        find(schedules(max_steps=40, speeds=(1, 4), max_delay=2, max_noise=0.1,
-                       kinds=("speed", "delay", "obs_noise", "dropped")), out_of_bounds,
-             settings=audit_settings(max_examples=300, database=None))
+@given(schedules(max_steps=40, speeds=(1, 4), max_delay=2, max_noise=0.1,
+                 kinds=("speed", "delay", "obs_noise", "dropped")))
+@settings(max_examples=100, database=None, deadline=None)
+def test_schedules_stay_within_their_bounds(s: Schedule):
+    # @given, not find(..., a predicate that never holds): the lowest hypothesis this
+    # project admits (6.131) kept searching for a match long after its examples ran out
+    assert s.horizon() <= 40 and s.max_value("speed") <= 4 and s.max_value("delay") <= 2
+    assert s.max_value("obs_noise") <= 0.1 and "action_noise" not in s.channels
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

@@ -37,7 +37,8 @@ from .callables import CallablePolicy, RandomPolicy
 from .checkpoints import load_checkpoint
 from .needs import EnvNeeds
 from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper, normalizes
-from .sb3 import SB3Policy, load_sb3
+from .sb3 import SB3Policy
+from .sb3_load import load_sb3
 from .torch import MIN_TORCH_ROWS, TorchPolicy
 
 __all__ = [

@@ -15,7 +15,8 @@ from .base import CorePolicy, Policy
 from .callables import CallablePolicy, RandomPolicy
 from .needs import EnvNeeds
 from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper, stacked_space
-from .sb3 import SB3Policy, _is_sb3, load_sb3, trained_with_vec_normalize
+from .sb3 import SB3Policy, _is_sb3
+from .sb3_load import load_sb3, trained_with_vec_normalize
 from .torch import TorchPolicy, _is_torch_module
 
 __all__ = ["as_policy", "env_for"]

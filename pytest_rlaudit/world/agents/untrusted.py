@@ -18,7 +18,7 @@ the stand-ins instead, as its ``custom_objects`` are documented to do):
   ``config.yml``'s, read as data, where those do not say); the
   classes named there (``activation_fn``, ``features_extractor_class``,
   ``optimizer_class``) are taken from allow-lists by name, never imported
-  (:func:`allowed_class`);
+  (:func:`~.allow_lists.allowed_class`);
 - schedules and training state (buffers, last observations, the replay buffer's class)
   take the values a new model of the algorithm starts with: inference never uses them.
 
@@ -30,19 +30,15 @@ What cannot be rebuilt this way (a policy class or an activation of one's own) i
 :class:`~pytest_rlaudit.errors.PolicyError` that names ``trusted=True`` /
 ``--rl-trusted``, SB3's full load, for files one trusts.
 
->>> allowed_class("activation_fn", "<class 'torch.nn.modules.activation.Tanh'>").__name__
-'Tanh'
->>> allowed_class("activation_fn", "nn.ReLU").__name__, allowed_class("activation_fn", "os.system")
-('ReLU', None)
+>>> untrusted_error(Path("agent.zip"), "its policy class is pickled by value").args[0][:60]
+"cannot load 'agent.zip' without running code pickled in it: "
 """
 
 from __future__ import annotations
 
-import ast
 import base64
 import binascii
 import pickletools
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,78 +47,20 @@ import numpy as np
 from gymnasium import spaces
 
 from ...errors import PolicyError
+from .allow_lists import ALLOWED_WORDS, CLASS_REPR, allowed_class, config_policy_kwargs
 
-__all__ = ["TRUST_HINT", "allowed_class", "config_policy_kwargs", "pickled_global",
+__all__ = ["TRUST_HINT", "pickled_global", "readable_policy_kwargs", "readable_space",
            "weights_only_objects", "untrusted_error"]
 
 #: How to load a file in full, for the errors that need it.
 TRUST_HINT = ("if you trust the file, load it in full (SB3's own load, which runs the code "
               "pickled in it): as_policy(path, trusted=True) or --rl-trusted")
 
-_CLASS_REPR = re.compile(r"^<class '([\w.]+)'>$")
-#: Module spellings of torch's activations and optimizers, besides each class's own module.
-_TORCH_ALIASES = {"activation_fn": ("torch.nn", "th.nn", "nn"),
-                  "optimizer_class": ("torch.optim", "th.optim", "optim")}
-
 
 def untrusted_error(path: Path, why: str) -> PolicyError:
     """The error for a file that cannot be loaded without running its code."""
     return PolicyError(f"cannot load {str(path)!r} without running code pickled in it: {why}; "
                        + TRUST_HINT)
-
-
-def _allowed(kind: str) -> dict[str, type]:
-    """The classes a ``policy_kwargs`` entry ``kind`` may name, by class name."""
-    import torch
-    from torch import nn
-
-    if kind == "activation_fn":
-        from torch.nn.modules import activation
-
-        found: dict[str, type] = {name: obj for name, obj in vars(activation).items()
-                 if isinstance(obj, type) and issubclass(obj, nn.Module)
-                 and obj.__module__ == activation.__name__ and name != "MultiheadAttention"}
-        found["Identity"] = nn.Identity
-        return found
-    if kind == "optimizer_class":
-        from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
-
-        optimizers: dict[str, type] = {name: obj for name, obj in vars(torch.optim).items()
-                 if isinstance(obj, type) and issubclass(obj, torch.optim.Optimizer)
-                 and obj is not torch.optim.Optimizer}
-        optimizers["RMSpropTFLike"] = RMSpropTFLike
-        return optimizers
-    if kind == "features_extractor_class":
-        from stable_baselines3.common import torch_layers
-
-        return {c.__name__: c for c in (torch_layers.FlattenExtractor, torch_layers.NatureCNN,
-                                        torch_layers.CombinedExtractor)}
-    return {}
-
-
-_ALLOWED_WORDS = {"activation_fn": "torch.nn's activations",
-                  "features_extractor_class": "SB3's FlattenExtractor, NatureCNN and "
-                                              "CombinedExtractor",
-                  "optimizer_class": "torch.optim's optimizers"}
-
-
-def allowed_class(kind: str, text: Any) -> type | None:
-    """The class ``text`` names for the ``policy_kwargs`` entry ``kind``, if it is on that
-    entry's allow-list (torch.nn's activations; torch.optim's optimizers and SB3's
-    ``RMSpropTFLike``; SB3's own feature extractors), else None. ``text`` is SB3's
-    ``"<class 'torch.nn.modules.activation.Tanh'>"`` or a zoo config's ``nn.Tanh``, or
-    the bare ``Tanh``; nothing is imported by that name."""
-    if not isinstance(text, str):
-        return None
-    match = _CLASS_REPR.match(text.strip())
-    dotted = match.group(1) if match else text.strip()
-    module, _, name = dotted.rpartition(".")
-    cls = _allowed(kind).get(name)
-    if cls is None:
-        return None
-    if module and module != cls.__module__ and module not in _TORCH_ALIASES.get(kind, ()):
-        return None
-    return cls
 
 
 #: Opcodes that only frame or memoize a pickle: a reference to a global is these, the
@@ -177,52 +115,6 @@ def _policy_class(path: Path, entry: Any, algo_cls: Any) -> Any:
         f"({', '.join(sorted(c.__name__ for c in allowed))})"))
 
 
-def _literal(node: ast.AST) -> Any:
-    """A config value's expression as data, evaluating nothing: ``dict(...)`` with keywords,
-    dicts, lists, tuples, constants, negative numbers; a name (``nn.ReLU``) as its text."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        value = _literal(node.operand)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return -value
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(item) for item in node.elts]
-    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
-        pairs = zip(node.keys, node.values, strict=True)
-        return {_literal(key): _literal(value) for key, value in pairs if key is not None}
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
-            and not node.args and all(k.arg for k in node.keywords)):
-        return {k.arg: _literal(k.value) for k in node.keywords}
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{_literal(node.value)}.{node.attr}"
-    raise ValueError(f"not a literal: {ast.dump(node)}")
-
-
-def config_policy_kwargs(value: Any) -> dict[str, Any]:
-    """An rl-baselines3-zoo ``config.yml``'s ``policy_kwargs`` (the text
-    ``"dict(activation_fn=nn.ReLU, net_arch=[64, 64])"`` or a mapping) as a dict, read,
-    never evaluated: names stay text, for :func:`allowed_class`. ``{}`` when it is not
-    plain data.
-
-    >>> config_policy_kwargs("dict(log_std_init=-2, activation_fn=nn.ReLU, net_arch=dict(pi=[8]))")
-    {'log_std_init': -2, 'activation_fn': 'nn.ReLU', 'net_arch': {'pi': [8]}}
-    >>> config_policy_kwargs("__import__('os').system('true')")
-    {}
-    """
-    if isinstance(value, dict):
-        return dict(value)
-    if not isinstance(value, str):
-        return {}
-    try:
-        read = _literal(ast.parse(value.strip(), mode="eval").body)
-    except (SyntaxError, ValueError, RecursionError):
-        return {}
-    return read if isinstance(read, dict) else {}
-
-
 def _looks_like_repr(value: str) -> bool:
     """A readable field SB3 wrote with ``str()`` because JSON could not hold the value."""
     return value.startswith(("<", "{", "[", "(")) or "object at 0x" in value
@@ -232,8 +124,8 @@ def readable_policy_kwargs(path: Path, entry: Any,
                            config: dict[str, Any] | None = None) -> dict[str, Any]:
     """``policy_kwargs`` from a zip's ``data``: a plain JSON dict as it is, or the readable
     fields SB3 writes beside a pickled one, with the classes they name resolved through
-    :func:`allowed_class`. Where a field cannot be read so, the same key of ``config``
-    (a zoo ``config.yml``'s ``policy_kwargs``, :func:`config_policy_kwargs`) is taken
+    :func:`~.allow_lists.allowed_class`. Where a field cannot be read so, the same key of ``config``
+    (a zoo ``config.yml``'s ``policy_kwargs``, :func:`~.allow_lists.config_policy_kwargs`) is taken
     when it can. An optimizer off the allow-list is left out with its
     ``optimizer_kwargs`` (the default optimizer is built instead: inference never steps
     it); any other class, or a value only a pickle holds, is refused."""
@@ -250,7 +142,7 @@ def readable_policy_kwargs(path: Path, entry: Any,
     for key, value in fields.items():
         if key in ("activation_fn", "features_extractor_class", "optimizer_class"):
             cls = allowed_class(key, value)
-            if cls is None and not _CLASS_REPR.match(str(value)):  # unsaid, not another class
+            if cls is None and not CLASS_REPR.match(str(value)):  # unsaid, not another class
                 cls = allowed_class(key, config.get(key))
             if cls is None and key == "optimizer_class":
                 dropped_optimizer = True
@@ -258,7 +150,7 @@ def readable_policy_kwargs(path: Path, entry: Any,
             if cls is None:
                 raise untrusted_error(path, (
                     f"its policy_kwargs' {key} is {value}, which is not one of those rebuilt "
-                    f"by name ({_ALLOWED_WORDS[key]})"))
+                    f"by name ({ALLOWED_WORDS[key]})"))
             out[key] = cls
         elif isinstance(value, str) and _looks_like_repr(value):
             if key in config and not isinstance(config[key], str):

@@ -30,7 +30,7 @@ from ...errors import PolicyError
 from ..atari import looks_atari
 from .needs import EnvNeeds
 from .preprocess import STATS_FILES
-from .sb3 import canonical_algo
+from .sb3_load import canonical_algo
 
 __all__ = ["SavedRun", "read_saved_run", "read_yaml"]
 
