@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ..stats import INCONCLUSIVE, Margin, Thresholds, rating
 from .diagnosis import Diagnosis
 from .records import plain
 
-__all__ = ["AuditResult", "ScenarioResult", "Aggregate", "SCHEMA_VERSION"]
+__all__ = ["AuditResult", "ScenarioResult", "Aggregate", "ScenarioTable", "SCHEMA_VERSION"]
 
 #: Version of the ``to_dict()`` layout; bumped on any incompatible change.
 SCHEMA_VERSION = 1
@@ -100,27 +100,32 @@ class Aggregate:
         return {"score": float(self.score), "rating": self.rating, "scenario": self.scenario}
 
 
-@dataclass(frozen=True)
-class AuditResult:
-    """The outcome of :func:`audit`: ``result.nominal`` and ``result[name]`` per scenario."""
+class Rated(Protocol):
+    """A scenario's row of a result: its name and category, the ratio it is rated on and
+    the rating."""
 
-    agent: str
-    env: str
-    seed: int
-    episodes: int
-    reference: float
-    confidence: float
+    @property
+    def name(self) -> str: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def ratio(self) -> float: ...
+    @property
+    def rating(self) -> str: ...
+
+
+RowT = TypeVar("RowT", bound=Rated)
+
+
+class ScenarioTable(Generic[RowT]):
+    """What the results with scenarios by name share (:class:`AuditResult`, and
+    :class:`~.runs.RunsResult` across training runs): ``result[name]``, iteration in
+    audit order, and each category's worst ratio (``.deployment``, ``.stress``)."""
+
+    scenarios: dict[str, RowT]
     thresholds: Thresholds
-    nominal: ScenarioResult
-    scenarios: dict[str, ScenarioResult]
-    seconds: float = 0.0
-    #: the nominal mean return's margin over the reference; not clearly positive: every
-    #: scenario is rated INCONCLUSIVE
-    margin: Margin | None = None
 
-    def __getitem__(self, name: str) -> ScenarioResult:
-        if name == "nominal":
-            return self.nominal
+    def __getitem__(self, name: str) -> RowT:
         try:
             return self.scenarios[name]
         except KeyError:
@@ -129,7 +134,7 @@ class AuditResult:
                 f"{', '.join(self.scenarios) or 'no scenarios'}"
             ) from None
 
-    def __iter__(self) -> Iterator[ScenarioResult]:
+    def __iter__(self) -> Iterator[RowT]:
         return iter(self.scenarios.values())
 
     def __len__(self) -> int:
@@ -153,6 +158,30 @@ class AuditResult:
     def stress(self) -> Aggregate | None:
         """Min ratio over the stress scenarios audited, and its rating (None if none)."""
         return self._aggregate("stress")
+
+
+@dataclass(frozen=True)
+class AuditResult(ScenarioTable[ScenarioResult]):
+    """The outcome of :func:`audit`: ``result.nominal`` and ``result[name]`` per scenario."""
+
+    agent: str
+    env: str
+    seed: int
+    episodes: int
+    reference: float
+    confidence: float
+    thresholds: Thresholds
+    nominal: ScenarioResult
+    scenarios: dict[str, ScenarioResult]
+    seconds: float = 0.0
+    #: the nominal mean return's margin over the reference; not clearly positive: every
+    #: scenario is rated INCONCLUSIVE
+    margin: Margin | None = None
+
+    def __getitem__(self, name: str) -> ScenarioResult:
+        if name == "nominal":
+            return self.nominal
+        return super().__getitem__(name)
 
     def to_dict(self) -> dict[str, Any]:
         """A versioned, JSON-serialisable dict (``"schema": 1``) of plain types only."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import glob
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ from ..world.envs import EnvLike
 from ..world.scenarios import ScenarioLike
 from .engine import Engine
 from .measure import stream_seed
-from .outcomes import SCHEMA_VERSION, Aggregate, AuditResult
+from .outcomes import SCHEMA_VERSION, AuditResult, ScenarioTable
 from .results import run_audit
 from .settings import AuditSettings
 
@@ -78,6 +78,11 @@ class RunsScenario:
         return len(self.per_run)
 
     @property
+    def ratio(self) -> float:
+        """The ratio the scenario is rated on (and a row shows): the IQM."""
+        return self.iqm
+
+    @property
     def nominal_iqm(self) -> float:
         """The IQM of the runs' nominal mean returns: what the ratios are ratios of."""
         return iqm(self.nominal)
@@ -111,7 +116,7 @@ class RunsScenario:
 
 
 @dataclass(frozen=True)
-class RunsResult:
+class RunsResult(ScenarioTable[RunsScenario]):
     """The outcome of :func:`audit_runs`: ``result[name]`` per scenario (a
     :class:`RunsScenario`), ``result.runs`` the runs' own :class:`AuditResult`, in the
     order of ``labels``."""
@@ -127,38 +132,6 @@ class RunsResult:
     scenarios: dict[str, RunsScenario]
     runs: tuple[AuditResult, ...]
     seconds: float = 0.0
-
-    def __getitem__(self, name: str) -> RunsScenario:
-        try:
-            return self.scenarios[name]
-        except KeyError:
-            raise KeyError(f"scenario {name!r} was not audited; these runs have: "
-                           f"{', '.join(self.scenarios) or 'no scenarios'}") from None
-
-    def __iter__(self) -> Iterator[RunsScenario]:
-        return iter(self.scenarios.values())
-
-    def __len__(self) -> int:
-        return len(self.scenarios)
-
-    def _aggregate(self, category: str) -> Aggregate | None:
-        members = [s for s in self if s.category == category]
-        if not members:
-            return None
-        worst = min(members, key=lambda s: s.iqm)
-        if any(s.rating == INCONCLUSIVE for s in members):
-            return Aggregate(worst.iqm, INCONCLUSIVE, worst.name)
-        return Aggregate(worst.iqm, rating(worst.iqm, self.thresholds), worst.name)
-
-    @property
-    def deployment(self) -> Aggregate | None:
-        """The lowest IQM ratio over the deployment scenarios, and its rating."""
-        return self._aggregate("deployment")
-
-    @property
-    def stress(self) -> Aggregate | None:
-        """The lowest IQM ratio over the stress scenarios, and its rating."""
-        return self._aggregate("stress")
 
     def to_dict(self) -> dict[str, Any]:
         """A versioned, JSON-serialisable dict of plain types. Keys: ``schema``, ``kind``

@@ -140,7 +140,7 @@ def test_errors_name_the_cause_and_the_fix(tmp_path):
         audit_runs(3, "CartPole-v1")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="episodes must be an integer >= 2"):
         audit_runs(AGENTS[:2], "CartPole-v1", episodes=1)
-    with pytest.raises(KeyError, match="scenario 'delay' was not audited; these runs have: "
+    with pytest.raises(KeyError, match="scenario 'delay' was not audited; this result has: "
                                        "jitter, speed_5x"):
         audit_runs(AGENTS[:2], "CartPole-v1", scenarios=SCENARIOS, episodes=2)["delay"]
 
