@@ -7,7 +7,8 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
-from hypothesis import find, given, settings
+from hypothesis import Phase, given, settings
+from hypothesis import find as hypothesis_find
 from toy_envs import counter, drive
 
 from pytest_rlaudit import Schedule, assert_robust, audit, find_breaking_schedule, scenarios
@@ -22,6 +23,17 @@ from pytest_rlaudit.perturbations import (
 from pytest_rlaudit.strategies import scenarios as scenario_strategy
 from pytest_rlaudit.strategies import schedules
 from pytest_rlaudit.verdicts.assertions import RobustnessError, check_robust
+
+# Hypothesis' explain phase, after a shrink, replays every choice of the smallest example:
+# under the lowest hypothesis this project admits (6.131) that took most of a minute per
+# find() here. The strategies' own tests do not need it (find_breaking_schedule leaves it
+# out too: audit_settings).
+_FIND = settings(database=None, derandomize=True, max_examples=1000,
+                 phases=tuple(p for p in Phase if p != Phase.explain))
+
+
+def find(strategy, condition):
+    return hypothesis_find(strategy, condition, settings=_FIND)
 
 # ---------------------------------------------------------------- the timeline
 
