@@ -34,7 +34,7 @@ from . import progress
 from .batches import EpisodeBatch
 from .deadline import Expired
 from .driver import drive, placer
-from .shards import run_forked, split
+from .shards import Shard, plan, run_forked
 from .slots import Job, SlotGroup, attach_policy
 from .workers import SPIN_SECONDS, LocalGroup, WorkerPart, WorkerProcess, usable_cores
 
@@ -92,19 +92,11 @@ def run_pool(
                          minimum=1)
     integer("max_steps", max_steps, minimum=1)
     n_eps = len(indices)
-    if workers > 1 and n_eps > 1 and policy.shards_freely:
-        # No per-step messages for a policy that costs nothing to copy: each process runs
-        # whole episodes of its own (the random reference).
-        run = partial(run_pool, policy, env, scenarios, seed=seed, batch_size=batch_size,
-                      max_steps=max_steps, record=record)
-        shards = split(indices, min(workers, n_eps))
-        sink = progress.current()
-        if sink is not None:  # this process's shard reports as it runs, the others at the end
-            sink.planned((n_eps - len(shards[0])) * len(scenarios), parallel=True)
-        out = run_forked(run, shards, [s.name for s in scenarios])
-        if sink is not None:
-            sink.ran_elsewhere(out.values(), skip=len(shards[0]))
-        return out  # run_forked warned what the shards warned
+    if workers > 1 and n_eps * len(scenarios) > 1 and policy.shards_freely:
+        # Each process runs whole episodes with its own copy of the agent (inherited by
+        # fork), as Ray's actors do: no per-step messages, and the policy calls are spread too.
+        return _run_shards(policy, env, scenarios, indices, workers, seed=seed,
+                           batch_size=batch_size, max_steps=max_steps, record=record)
 
     jobs: deque[Job] = deque((s, e) for s in range(len(scenarios)) for e in range(n_eps))
     count = max(1, min(workers, len(jobs)))
@@ -147,6 +139,27 @@ def run_pool(
             RolloutCapWarning, stacklevel=2,
         )
     return out
+
+
+def _run_shards(policy: Policy, env: AuditEnv, scenarios: Sequence[Scenario], indices: list[int],
+                workers: int, **options: Any) -> dict[str, EpisodeBatch]:
+    """:func:`run_pool` on shards of the (scenario, episode) pairs, the first in this process
+    and each other in a forked one (:func:`~.shards.run_forked`), merged."""
+    shards = plan(len(scenarios), indices, workers)
+
+    def run(shard: Shard) -> dict[str, EpisodeBatch]:
+        return run_pool(policy, env, [scenarios[k] for k in shard[0]], shard[1], **options)
+
+    mine, first = set(shards[0][0]), len(shards[0][1])
+    sink = progress.current()
+    if sink is not None:  # this process's shard reports as it runs, the others at the end
+        sink.planned(len(indices) * len(scenarios) - len(mine) * first, parallel=True)
+    # warned at run_pool's caller (run_episodes), as a local run's RolloutCapWarning is
+    out = run_forked(run, shards, [s.name for s in scenarios], stacklevel=3)
+    if sink is not None:
+        sink.ran_elsewhere(batch.lengths[first if k in mine else 0:]
+                           for k, batch in enumerate(out.values()))
+    return out  # run_forked warned what the shards warned
 
 
 def _first_env(policy: Policy, own: list[SlotGroup]) -> tuple[gym.Env, Spaces]:

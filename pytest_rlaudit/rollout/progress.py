@@ -135,10 +135,10 @@ class Progress:
         if now >= self._next:
             self._tick(now)
 
-    def ran_elsewhere(self, batches: Iterable[Any], skip: int = 0) -> None:
-        """The episodes of ``batches`` (:class:`~.batches.EpisodeBatch`, after the first
-        ``skip`` of each) ran in other processes and ended."""
-        lengths = [int(n) for batch in batches for n in batch.lengths[skip:]]
+    def ran_elsewhere(self, lengths: Iterable[Iterable[int]]) -> None:
+        """Episodes that ran in other processes ended: their lengths in agent steps, per
+        scenario (an :class:`~.batches.EpisodeBatch`'s ``lengths``, or part of them)."""
+        lengths = [int(n) for part in lengths for n in part]
         self.advance(rows=sum(lengths), started=len(lengths), finished=lengths)
 
     def timed(self, act: Callable[..., Any]) -> Callable[..., Any]:

@@ -132,7 +132,7 @@ def _on_ray(actors: int | None, policy: Policy, env: AuditEnv, scenarios: Sequen
         sink.planned(len(indices) * len(scenarios), parallel=True)
     out = run_pool_on_ray(policy, env, scenarios, indices, workers=actors, **kwargs)
     if sink is not None:
-        sink.ran_elsewhere(out.values())
+        sink.ran_elsewhere(batch.lengths for batch in out.values())
     return out
 
 

@@ -91,7 +91,7 @@ def died(process: Any) -> RolloutError:
     exit code): an env that crashed the interpreter, or a kill."""
     process.join(timeout=5)
     return RolloutError(
-        f"an env worker process died (exit code {process.exitcode}); run with "
+        f"a worker process died (exit code {process.exitcode}); run with "
         "workers=None to see the env's own error"
     )
 

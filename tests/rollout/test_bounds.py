@@ -36,6 +36,7 @@ from pytest_rlaudit import (
     check_robust,
     tolerance,
 )
+from pytest_rlaudit.world.agents.base import BasePolicy
 from pytest_rlaudit.errors import InvalidArgumentError
 from pytest_rlaudit.rollout import deadline, ray_connect
 from pytest_rlaudit.rollout.deadline import within
@@ -239,11 +240,20 @@ def test_a_worker_stuck_in_a_step_ends_the_audit_naming_where_and_is_reaped():
     assert children_alive() == []
 
 
+class Pinned(BasePolicy):
+    """zeros, kept in one process: the env workers step the envs (no shards)."""
+
+    shards_freely = False
+
+    def act(self, obs, states):
+        return zeros(obs), None
+
+
 def test_a_worker_stuck_where_its_own_alarm_cannot_reach_is_named_by_its_rows_and_killed():
     # One slot in the worker (batch_size=2: one here, one there), so one row it holds.
     began = time.monotonic()
     with pytest.raises(RolloutTimeoutError) as info:
-        audit(zeros, lambda: Hangs("rlaudit-envs", block_alarm=True), scenarios=["delay"],
+        audit(Pinned(), lambda: Hangs("rlaudit-envs", block_alarm=True), scenarios=["delay"],
               episodes=4, workers=2, batch_size=2, timeout=1)
     assert time.monotonic() - began < 15
     message = str(info.value)
@@ -254,15 +264,28 @@ def test_a_worker_stuck_where_its_own_alarm_cannot_reach_is_named_by_its_rows_an
     assert children_alive() == []
 
 
+def test_a_shard_stuck_where_its_own_alarm_cannot_reach_is_named_by_its_episodes_and_killed():
+    # workers=2 on 4 episodes: the forked process runs episodes 2 and 3 of both scenarios.
+    began = time.monotonic()
+    with pytest.raises(RolloutTimeoutError) as info:
+        audit(zeros, lambda: Hangs("rlaudit-shard", block_alarm=True), scenarios=["delay"],
+              episodes=4, workers=2, timeout=1)
+    assert time.monotonic() - began < 15
+    message = str(info.value)
+    assert "did not answer in time: it ran episodes 2 to 3 of 'nominal', 'delay'" in message
+    assert info.value.episode == 2
+    assert children_alive() == []
+
+
 def test_a_forked_shard_stuck_in_a_step_ends_in_time_and_is_reaped():
     def run(shard):
-        if shard == [1]:
+        if shard[1] == [1]:
             time.sleep(10**6)
         return {"x": None}
 
     began = time.monotonic()
     with pytest.raises(RolloutTimeoutError) as info, within(1):
-        run_forked(run, [[0], [1]], ["x"])
+        run_forked(run, [([0], [0]), ([0], [1])], ["x"])
     assert time.monotonic() - began < 15
     assert "ran past its timeout of 1 s" in str(info.value)
     assert children_alive() == []

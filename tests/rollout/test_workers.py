@@ -1,9 +1,12 @@
-"""Env slots in worker processes: the same numbers for any worker count, errors that say
-where, and bad counts refused."""
+"""Worker processes (``workers=``): the same numbers for any worker count, whichever way
+the work is spread (shards of episodes, each process with its own copy of the agent; or,
+for a policy that must stay in one process, env slots stepped in worker processes),
+errors that say where, and bad counts refused."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,13 +19,20 @@ from pytest_rlaudit.rollout.workers import resolve_workers, usable_cores
 from pytest_rlaudit.world.agents import as_policy
 from pytest_rlaudit.world.envs import env_spec
 
+PPO_ZIP = Path(__file__).resolve().parents[2] / "examples" / "ppo_cartpole.zip"
 NAMES = ["nominal", "jitter", "delay", "spike", "obs_noise", "speed_5x"]
 FIELDS = ("seeds", "returns", "lengths", "env_steps", "capped")
 
 
-def _run(agent, names=NAMES, episodes=5, env="CartPole-v1", **kwargs):
-    return run_episodes(as_policy(agent), env_spec(env), scenarios.resolve(names), episodes,
-                        **kwargs)
+#: How workers spread the work: shards (the default), or env slots in worker processes
+#: while this one makes every policy call (a policy with shards_freely=False).
+EXECUTORS = ["shards", "env workers"]
+
+
+def _run(agent, names=NAMES, episodes=5, env="CartPole-v1", executor="shards", **kwargs):
+    policy = as_policy(agent)
+    policy.shards_freely = executor == "shards"
+    return run_episodes(policy, env_spec(env), scenarios.resolve(names), episodes, **kwargs)
 
 
 def _same(a, b, recorded=False):
@@ -40,17 +50,29 @@ def _same(a, b, recorded=False):
                 np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("agent", ["controller", "random"])  # stateless, stateful
-def test_numbers_are_identical_for_1_2_3_and_4_workers(agent, controller):
+def test_numbers_are_identical_for_1_2_3_and_4_workers(agent, executor, controller):
     agent = controller if agent == "controller" else "random"
     local = _run(agent, seed=3, record=True)
     assert local["obs_noise"].params["spread"]  # calibrated on the nominal episodes
     for workers in (2, 3, 4):
-        _same(local, _run(agent, seed=3, record=True, workers=workers), recorded=True)
+        _same(local, _run(agent, seed=3, record=True, workers=workers, executor=executor),
+              recorded=True)
 
 
-def test_worker_numbers_do_not_depend_on_batch_size(controller):
-    runs = [_run(controller, ["jitter", "obs_noise"], episodes=3, workers=2, batch_size=b)
+def test_shards_split_episodes_or_scenarios_and_give_the_numbers_of_one_process(controller):
+    """Fewer episodes than processes: the shards hold groups of scenarios instead."""
+    local = _run(controller, episodes=1, seed=4, record=True)
+    for workers in (2, 4, 7):
+        _same(local, _run(controller, episodes=1, seed=4, record=True, workers=workers),
+              recorded=True)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_worker_numbers_do_not_depend_on_batch_size(executor, controller):
+    runs = [_run(controller, ["jitter", "obs_noise"], episodes=3, workers=2, batch_size=b,
+                 executor=executor)
             for b in (1, 4, 64)]
     _same(runs[0], runs[1])
     _same(runs[0], runs[2])
@@ -87,11 +109,12 @@ def test_audit_with_workers_reports_what_a_local_audit_does(controller):
         ("nan_reward", r"non-finite reward nan at scenario 'delay', episode [01]"),
     ],
 )
-def test_env_faults_with_workers_name_where_they_happened(fault, match):
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_env_faults_with_workers_name_where_they_happened(fault, match, executor):
     # Both episodes fail at the same step, one in each process: either may be reported.
     with pytest.raises(RolloutError, match=match) as info:
         _run(lambda o: np.zeros(len(o), dtype=np.int64), ["delay"], episodes=2,
-             env=lambda: FaultyEnv(fault, at=3), batch_size=1, workers=2)
+             env=lambda: FaultyEnv(fault, at=3), batch_size=1, workers=2, executor=executor)
     assert info.value.scenario == "delay" and info.value.episode in (0, 1)
 
 
@@ -112,20 +135,23 @@ class _FaultsInAWorker(FaultyEnv):
         return super().step(action)
 
 
-def test_an_env_fault_in_a_worker_process_reaches_the_runner_as_the_same_error():
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_an_env_fault_in_a_worker_process_reaches_the_runner_as_the_same_error(executor):
     with pytest.raises(RolloutError, match=r"env step failed \(RuntimeError: simulator "
                                            r"exploded\) at scenario 'delay', episode 1 "
                                            r"\(env seed 1\), agent step 2") as info:
         _run(lambda o: np.zeros(len(o), dtype=np.int64), ["delay"], episodes=2,
-             env=lambda: _FaultsInAWorker("raise", at=3), batch_size=2, workers=2)
+             env=lambda: _FaultsInAWorker("raise", at=3), batch_size=2, workers=2,
+             executor=executor)
     assert (info.value.scenario, info.value.episode, info.value.step) == ("delay", 1, 2)
 
 
-def test_a_worker_that_dies_is_a_clear_error_not_a_hang():
-    with pytest.raises(RolloutError, match=r"env worker process died \(exit code 3\); run "
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_a_worker_that_dies_is_a_clear_error_not_a_hang(executor):
+    with pytest.raises(RolloutError, match=r"a worker process died \(exit code 3\); run "
                                            r"with workers=None"):
         _run(lambda o: np.zeros(len(o), dtype=np.int64), ["nominal"], episodes=2,
-             env=lambda: _Dies(horizon=10), workers=2)
+             env=lambda: _Dies(horizon=10), workers=2, executor=executor)
 
 
 def test_an_unexact_reset_gets_a_new_env_per_episode():
@@ -145,7 +171,8 @@ def test_an_unexact_reset_gets_a_new_env_per_episode():
     one = run(batch_size=1)
     assert one["nominal"].returns.tolist() == [19 * 20 / 2] * 6  # a fresh env each time
     _same(one, run(batch_size=64))
-    _same(one, run(batch_size=2, workers=2))
+    for executor in EXECUTORS:
+        _same(one, run(batch_size=2, workers=2, executor=executor))
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "many", True])
@@ -216,8 +243,8 @@ def test_two_phases_give_the_numbers_of_one_process(agent, controller, phased):
         agent = controller
     local = _run(agent, seed=1, record=True)
     for workers in (2, 3):
-        _same(local, _run(agent, seed=1, record=True, workers=workers, batch_size=24),
-              recorded=True)
+        _same(local, _run(agent, seed=1, record=True, workers=workers, batch_size=24,
+                          executor="env workers"), recorded=True)
 
 
 def test_an_env_fault_with_two_phases_is_the_envs_error(phased):
@@ -226,27 +253,33 @@ def test_an_env_fault_with_two_phases_is_the_envs_error(phased):
                                            r"exploded\) at scenario 'delay', episode \d+ "
                                            r"\(env seed \d+\), agent step 2"):
         _run(lambda o: np.zeros(len(o), dtype=np.int64), ["delay"], episodes=8,
-             env=lambda: _FaultsInAWorker("raise", at=3), batch_size=8, workers=2)
+             env=lambda: _FaultsInAWorker("raise", at=3), batch_size=8, workers=2,
+             executor="env workers")
 
 
 def test_a_worker_that_dies_with_two_phases_is_a_clear_error(phased):
-    with pytest.raises(RolloutError, match=r"env worker process died \(exit code 3\)"):
+    with pytest.raises(RolloutError, match=r"a worker process died \(exit code 3\)"):
         _run(lambda o: np.zeros(len(o), dtype=np.int64), ["nominal"], episodes=8,
-             env=lambda: _Dies(horizon=10), batch_size=8, workers=2)
+             env=lambda: _Dies(horizon=10), batch_size=8, workers=2, executor="env workers")
 
 
-def test_the_random_reference_runs_whole_episodes_in_each_process(monkeypatch):
-    """The random policy shards freely: each process runs its own episodes, no per-step
-    messages (so no WorkerProcess), and the numbers are those of one process."""
+@pytest.mark.parametrize("agent", ["random", "controller", "sb3"])
+def test_an_agent_on_the_cpu_runs_whole_episodes_in_each_process(agent, monkeypatch, controller):
+    """Every policy as_policy makes on the CPU shards: each process runs its own episodes
+    with its own copy of the agent, no per-step messages (so no WorkerProcess), and the
+    numbers are those of one process."""
     from pytest_rlaudit.rollout import workers
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("the random policy's steps went through a WorkerProcess")
+    agent = {"random": "random", "controller": controller, "sb3": str(PPO_ZIP)}[agent]
+    assert as_policy(agent).shards_freely
 
-    local = _run("random", episodes=5, seed=2, record=True)
+    def refuse(*args, **kwargs):
+        raise AssertionError("the policy's steps went through a WorkerProcess")
+
+    local = _run(agent, episodes=5, seed=2, record=True)
     monkeypatch.setattr(workers.WorkerProcess, "__init__", refuse)
     for n in (2, 3):
-        _same(local, _run("random", episodes=5, seed=2, record=True, workers=n), recorded=True)
+        _same(local, _run(agent, episodes=5, seed=2, record=True, workers=n), recorded=True)
 
 
 def test_capped_episodes_of_every_shard_are_counted_in_one_warning():

@@ -151,7 +151,7 @@ def test_a_narrow_policy_is_completed_with_the_defaults_and_left_as_it_was():
     policy = as_policy(mine)
     assert isinstance(policy, PolicyWrapper) and policy.policy is mine
     assert (policy.name, policy.stateful, policy.shards_freely, policy.env_needs) == (
-        "Narrow", False, False, None)
+        "Narrow", False, True, None)
     policy.bind(*_spaces())  # nothing to bind in the wrapped object: it is left alone
     assert not hasattr(mine, "name") and not hasattr(mine, "observation_space")
     assert as_policy(mine, name="mine").name == "mine" and not hasattr(mine, "name")

@@ -58,10 +58,12 @@ class Policy(CorePolicy, Protocol):
     #: steps only for a stateful policy; a stateless one gets ``states=None``.
     stateful: bool
 
-    #: Whether the runner's worker processes (``workers=``) may each run a copy of it on
-    #: whole episodes of their own, rather than send every step's observations to this
-    #: one copy: for policies that cost nothing to copy and gain nothing from large
-    #: batches (the random reference). The results are the same either way.
+    #: Whether the runner's worker processes (``workers=``) may each run a copy of it
+    #: (inherited by fork) on whole episodes of their own, so that policy calls are
+    #: spread too: True for every policy ``as_policy`` makes on the CPU. False keeps
+    #: every policy call in this one copy, with only the env steps spread over the
+    #: workers: for an agent on a GPU, which a forked process cannot use. The results
+    #: are the same either way.
     shards_freely: bool
 
     #: What the agent needs of the env it is audited on (a zoo folder's ``env_kwargs``
@@ -113,9 +115,8 @@ class BasePolicy:
     #: What the agent needs of its env (a zoo folder's env_kwargs and wrappers), if anything.
     env_needs: EnvNeeds | None = None
     #: Whether the runner's worker processes may each run a copy of it on episodes of
-    #: their own (``workers=``), rather than send every step's observations to one copy:
-    #: for policies that cost nothing to copy and gain nothing from large batches.
-    shards_freely: bool = False
+    #: their own (``workers=``; see :class:`Policy`); False for an agent on a GPU.
+    shards_freely: bool = True
 
     def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         """Learn the env's spaces before a rollout (and check they fit the agent)."""

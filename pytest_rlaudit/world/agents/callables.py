@@ -49,7 +49,6 @@ class RandomPolicy(BasePolicy):
     """
 
     stateful = True
-    shards_freely = True  # a few numbers to copy; a call costs less than a message
     name = "random"
     _uniform: tuple[np.ndarray, np.ndarray] | None = None
 

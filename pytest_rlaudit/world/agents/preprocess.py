@@ -53,7 +53,7 @@ class PolicyWrapper(BasePolicy):
     ...     def reset(self): pass
     >>> completed = PolicyWrapper(Mine())
     >>> completed.name, completed.shards_freely, completed.env_needs
-    ('Mine', False, None)
+    ('Mine', True, None)
     """
 
     def __init__(self, policy: CorePolicy) -> None:
@@ -62,7 +62,7 @@ class PolicyWrapper(BasePolicy):
         # wrapper (and of as_policy) reads them directly.
         self.name = getattr(policy, "name", type(policy).__name__)
         self.stateful = bool(getattr(policy, "stateful", False))
-        self.shards_freely = bool(getattr(policy, "shards_freely", False))
+        self.shards_freely = bool(getattr(policy, "shards_freely", True))
         self.env_needs = getattr(policy, "env_needs", None)
 
     def __getattr__(self, name: str) -> Any:

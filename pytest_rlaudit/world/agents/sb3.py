@@ -11,7 +11,7 @@ from gymnasium import spaces
 from ...errors import PolicyError
 from .base import BasePolicy
 from .sb3_fast import batch_rows, flat_obs, plain_predict, plain_sac, row
-from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads
+from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads, on_cpu
 
 __all__ = ["SB3Policy"]
 
@@ -58,6 +58,7 @@ class SB3Policy(BasePolicy):
         if not hasattr(self.sb3_policy, "predict"):
             raise PolicyError(f"{type(model).__name__} has no predict(); not an SB3 model")
         self.deterministic = bool(deterministic)
+        self.shards_freely = on_cpu(self.sb3_policy)
         self.recurrent = hasattr(self.sb3_policy, "lstm_actor")
         if self.recurrent and not self.deterministic:
             raise PolicyError(

@@ -15,7 +15,7 @@ from gymnasium import spaces
 from ...errors import PolicyError
 from .base import BasePolicy
 
-__all__ = ["TorchPolicy", "MIN_TORCH_ROWS", "RULES", "choose_rule"]
+__all__ = ["TorchPolicy", "MIN_TORCH_ROWS", "RULES", "choose_rule", "on_cpu"]
 
 #: Torch-backed policy calls are padded to a multiple of this many rows (batch invariance).
 MIN_TORCH_ROWS = 16
@@ -45,6 +45,18 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(old)
+
+
+def on_cpu(module: Any) -> bool:
+    """Whether every parameter and buffer of a torch module is on the CPU: only then can a
+    forked worker process run a copy of it (CUDA cannot be used after a fork).
+
+    >>> import torch
+    >>> on_cpu(torch.nn.Linear(2, 1))
+    True
+    """
+    tensors = [*module.parameters(), *module.buffers()] if hasattr(module, "parameters") else []
+    return all(t.device.type == "cpu" for t in tensors)
 
 
 def _pad_rows(obs: Any, rows: int) -> Any:
@@ -241,6 +253,7 @@ class TorchPolicy(BasePolicy):
         self.module = module
         self.name = name or type(module).__name__
         self.torch_threads = torch_threads
+        self.shards_freely = on_cpu(module)
         self.rule = choose_rule(module) if rule == "auto" else _checked_rule(module, rule)
         self.stateful = self.rule == "get_action_and_value"
         self._modes: tuple[Any, ...] | None = None
