@@ -67,8 +67,8 @@ def audit(
     ``ratio = (mean(perturbed) - ref) / (mean(nominal) - ref)``. ``thresholds`` sets the
     rating scale (default PASS > 0.95, MILD > 0.80, DEGRADED > 0.50).
 
-    ``workers`` (a count or ``"auto"``) steps the envs in worker processes while this
-    process makes the batched policy calls; ``backend="ray"`` runs shards of the episodes
+    ``workers`` (a count or ``"auto"``) runs the episodes in that many processes, each
+    with its own copy of the agent; ``backend="ray"`` runs shards of the episodes
     on Ray actors (``workers`` of them; default: the cluster's CPUs). Neither changes a
     number: see :func:`~pytest_rlaudit.rollout.runner.run_episodes`.
 

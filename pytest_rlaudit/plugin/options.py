@@ -238,10 +238,9 @@ OPTIONS: tuple[Option, ...] = (
            "the step where they part; for envs that render rgb_array (needs Pillow)."),
     Option("--rl-batch-size", _batch_size, None, "env slots stepped together per policy call "
            "(default 128).", "N"),
-    Option("--rl-workers", _workers, None, "step the envs in N worker processes (or auto: one "
-           "per core) while one process makes the batched policy calls; for envs that cost "
-           "more than the agent (MuJoCo). With --rl-backend ray: the number of Ray actors. "
-           "Never changes a number.", "N"),
+    Option("--rl-workers", _workers, None, "run the episodes in N processes (or auto: one per "
+           "core), each with its own copy of the agent. With --rl-backend ray: the number of "
+           "Ray actors. Never changes a number.", "N"),
     Option("--rl-backend", _backend, "local", "where episodes run: local (this machine) or "
            "ray (shards of episodes on Ray actors; RAY_ADDRESS selects a cluster; pip install "
            "'pytest-rlaudit[ray]'). Never changes a number.", "BACKEND"),

@@ -1,12 +1,13 @@
 """One pool of env slots for scenarios that need no calibration, and the processes that
-step it: what every executor runs (:func:`run_pool`).
+run it: what every executor runs (:func:`run_pool`).
 
-In this process alone, or with the slots spread over worker processes (``workers``,
-:mod:`.workers`) while this one makes every policy call (:func:`~.driver.drive`). A
-policy that costs nothing to copy (``shards_freely``: the random reference) runs whole
-shards of episodes in forked processes instead (:func:`~.shards.run_forked`). Ray's
-actors run :func:`run_pool` on shards of their own (:mod:`.ray_pool`).
-:func:`~.runner.run_episodes` picks the executor.
+In this process alone, or, with ``workers``, in several: each process runs whole
+(scenario, episode) pairs of a shard of its own with its own copy of the agent, forked
+(:func:`~.shards.run_forked`), as Ray's actors do (:mod:`.ray_pool`); no message passes
+per step, and the policy calls are spread with the env steps. A policy that must stay in
+one process (``shards_freely=False``: an agent on a GPU) makes every policy call here
+(:func:`~.driver.drive`) while its env slots are spread over worker processes
+(:mod:`.workers`). :func:`~.runner.run_episodes` picks the executor.
 
 >>> _layout(128, 1, 150), _layout(128, 2, 150), _layout(128, 2, 30)
 ([[128]], [[30, 29], [35, 34]], [[64], [64]])

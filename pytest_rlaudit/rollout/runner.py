@@ -10,7 +10,8 @@ order of the queue or the process that ran them.
 
 :func:`run_episodes` is the entry point: it calibrates what needs calibrating and picks
 where each pool of episodes runs. The executors sit beside it: :func:`~.pool.run_pool`
-(this process, or its env slots spread over worker processes: :mod:`.workers`) and
+(this process, shards in forked processes: :mod:`.shards`, or its env slots spread over
+worker processes: :mod:`.workers`) and
 :func:`~.ray_pool.run_pool_on_ray` (shards on Ray actors, each running
 :func:`~.pool.run_pool`). The runner's half of a pool, the queue and every policy call,
 is :func:`~.driver.drive`.
@@ -78,12 +79,13 @@ def run_episodes(
     :class:`RolloutError` naming scenario, episode and step.
 
     Where the work runs never changes a number. ``workers`` (``None``: this process
-    alone; a count, or ``"auto"``: one per core) steps the env slots in that many
-    processes, this one and ``workers - 1`` forked ones, while this process makes the
-    batched policy calls (:mod:`.workers`; for envs that cost more than the policy, such
-    as MuJoCo). ``backend="ray"`` runs shards of the episodes on
-    Ray actors instead, each with its own copy of the agent (``workers`` actors; default:
-    the cluster's CPUs; :mod:`.ray_pool`).
+    alone; a count, or ``"auto"``: one per core) runs the episodes in that many
+    processes, this one and ``workers - 1`` forked ones, each on a shard of its own with
+    its own copy of the agent (:func:`~.shards.run_forked`); a policy that must stay in
+    one process (``shards_freely=False``: on a GPU) makes every batched policy call here
+    while the others step env slots (:mod:`.workers`). ``backend="ray"`` runs shards of
+    the episodes on Ray actors instead, each with its own copy of the agent (``workers``
+    actors; default: the cluster's CPUs; :mod:`.ray_pool`).
 
     Scenarios sized by the observations' spread (``needs_spread``, such as ``obs_noise``)
     are calibrated on the nominal episodes of the same indices: those run first (with the

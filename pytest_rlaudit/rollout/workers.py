@@ -1,8 +1,11 @@
-"""Env slots stepped in worker processes, for audits whose cost is the env (MuJoCo).
+"""Env slots stepped in worker processes, for a policy that must stay in one process.
 
-With ``workers=N`` the pool's env slots are spread over N processes: the runner's own and
-N - 1 forked worker processes. The runner alone makes the policy calls, batched: the
-agent stays in one place. Only the env stepping is spread.
+Most policies run in every worker process, each on whole episodes of its own
+(:func:`~.shards.run_forked`). One that cannot be copied into a forked process
+(``shards_freely=False``: an agent on a GPU, which CUDA does not allow after a fork) stays
+here instead: with ``workers=N`` the pool's env slots are spread over N processes, the
+runner's own and N - 1 forked worker processes, and the runner alone makes the policy
+calls, batched. Only the env stepping is spread.
 
 Where the groups are large (:data:`~.pool.PHASE_ROWS`), the slots of every process are
 split into two *phases* (one :class:`~.slots.SlotGroup` each), driven in turn: while a
@@ -14,10 +17,6 @@ serves its phases in the order they are asked (:class:`WorkerProcess`); a
 :class:`WorkerPart` is one phase of it behind the same ``send``/``receive`` pair as a
 :class:`LocalGroup`. Small pools keep one phase: there, a second policy call per step
 would cost more than the wait it saves.
-
-A policy that costs nothing to copy (``shards_freely``: the random reference) does not
-go through a worker at all: each process runs whole episodes of its own
-(:func:`~.shards.run_forked`).
 
 Workers are started with ``fork`` (the env factory, the scenarios and any closure they
 hold are inherited, never pickled) and live for one pool run: a fork costs milliseconds,

@@ -98,6 +98,11 @@ def test_an_exported_ppo_audits_to_the_returns_of_its_zip(kind, exported, from_z
     assert result.nominal.returns.tolist() == from_zip.nominal.returns.tolist()
     for name in SCENARIOS:
         assert result[name].returns.tolist() == from_zip[name].returns.tolist()
+    if kind in ("onnx", "torchscript"):  # a session opened here runs in a forked worker too
+        parallel = audit(exported[kind], "CartPole-v1", scenarios=SCENARIOS, episodes=4,
+                         workers=2)
+        for name in SCENARIOS:
+            assert parallel[name].returns.tolist() == from_zip[name].returns.tolist()
 
 
 def test_as_policy_reads_the_format_from_the_suffix_and_names_the_file(exported):

@@ -217,29 +217,10 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
     pytest_rlaudit.errors.PolicyError: cannot use int as an agent; ...
     """
     if isinstance(agent, (str, os.PathLike)):
-        text = os.fspath(agent)
-        if text == "random":
-            return _named(RandomPolicy(), name)
-        if deterministic is None and not _is_saved_run(text):
-            deterministic = True
-        if not text.startswith(HUB_PREFIX) and Path(text).suffix.lower() in DEPLOYED_SUFFIXES:
-            if deterministic is False:
-                raise PolicyError(
-                    f"{text}: a deployed {Path(text).suffix} policy's output is its action, so "
-                    "it cannot be sampled: deterministic=False (--rl-stochastic) applies to "
-                    "SB3 models only; audit the file without it, or the SB3 .zip it was "
-                    "exported from with it")
-            own = None if isinstance(vec_normalize, str) and vec_normalize == "auto" else vec_normalize
-            return _preprocessed(_deployed(text, name=name, torch_threads=torch_threads),
-                                 own, frame_stack, trusted=trusted)
-        if _is_import(text):
-            return as_policy(_import_object(text), algo=algo, deterministic=deterministic,
-                             vec_normalize=vec_normalize, name=name, frame_stack=frame_stack,
-                             checkpoint=checkpoint, env=env, torch_threads=torch_threads,
-                             trusted=trusted)
-        return _from_path(text, algo=algo, vec_normalize=vec_normalize,
-                          frame_stack=frame_stack, env=env, deterministic=deterministic,
-                          torch_threads=torch_threads, name=name, trusted=trusted)
+        return _from_text(os.fspath(agent), algo=algo, vec_normalize=vec_normalize,
+                          deterministic=deterministic, name=name, frame_stack=frame_stack,
+                          checkpoint=checkpoint, env=env, torch_threads=torch_threads,
+                          trusted=trusted)
     deterministic = True if deterministic is None else deterministic
     if _is_sb3(agent):
         if isinstance(vec_normalize, str) and vec_normalize == "auto":
@@ -280,6 +261,36 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
         "file, a torch nn.Module, a "
         "callable obs_batch -> action_batch, 'random', a 'module:attribute' string, or a Policy"
     )
+
+
+def _from_text(text: str, *, algo: str | None, vec_normalize: Any, deterministic: bool | None,
+               name: str | None, frame_stack: int | None,
+               checkpoint: str | os.PathLike[str] | None, env: EnvLike | None,
+               torch_threads: int | None, trusted: bool) -> Policy:
+    """:func:`as_policy` of a string or path: ``"random"``, a deployed file, a
+    ``"module:attribute"`` import, or a saved SB3 model (a ``.zip``, a zoo folder, ``hf://``)."""
+    if text == "random":
+        return _named(RandomPolicy(), name)
+    if deterministic is None and not _is_saved_run(text):
+        deterministic = True
+    if not text.startswith(HUB_PREFIX) and Path(text).suffix.lower() in DEPLOYED_SUFFIXES:
+        if deterministic is False:
+            raise PolicyError(
+                f"{text}: a deployed {Path(text).suffix} policy's output is its action, so "
+                "it cannot be sampled: deterministic=False (--rl-stochastic) applies to "
+                "SB3 models only; audit the file without it, or the SB3 .zip it was "
+                "exported from with it")
+        own = None if isinstance(vec_normalize, str) and vec_normalize == "auto" else vec_normalize
+        return _preprocessed(_deployed(text, name=name, torch_threads=torch_threads),
+                             own, frame_stack, trusted=trusted)
+    if _is_import(text):
+        return as_policy(_import_object(text), algo=algo, deterministic=deterministic,
+                         vec_normalize=vec_normalize, name=name, frame_stack=frame_stack,
+                         checkpoint=checkpoint, env=env, torch_threads=torch_threads,
+                         trusted=trusted)
+    return _from_path(text, algo=algo, vec_normalize=vec_normalize,
+                      frame_stack=frame_stack, env=env, deterministic=deterministic,
+                      torch_threads=torch_threads, name=name, trusted=trusted)
 
 
 def _named(policy: Policy, name: str | None) -> Policy:
