@@ -138,8 +138,8 @@ class Progress:
     def ran_elsewhere(self, lengths: Iterable[Iterable[int]]) -> None:
         """Episodes that ran in other processes ended: their lengths in agent steps, per
         scenario (an :class:`~.batches.EpisodeBatch`'s ``lengths``, or part of them)."""
-        lengths = [int(n) for part in lengths for n in part]
-        self.advance(rows=sum(lengths), started=len(lengths), finished=lengths)
+        ended = [int(n) for part in lengths for n in part]
+        self.advance(rows=sum(ended), started=len(ended), finished=ended)
 
     def timed(self, act: Callable[..., Any]) -> Callable[..., Any]:
         """``act`` (the runner's policy call), adding the seconds it takes to
