@@ -77,16 +77,16 @@ def _postfix(snapshot: Snapshot) -> str:
     ended = snapshot.done >= snapshot.total
     text = "" if snapshot.left is None or ended else f"~{duration(snapshot.left)} left"
     if snapshot.suggest_workers:
-        text += f"; mostly env steps: try {WORDS}"
+        text += f"; one process: try {WORDS}"
     return text
 
 
 def _suggest(write: Any, snapshot: Snapshot) -> None:
     if snapshot.suggest_workers and "workers" not in _told:
         _told.add("workers")
-        write(f"rl audit: this audit ran {duration(snapshot.elapsed)}, mostly stepping envs "
-              f"in one process; audit(..., {WORDS}) steps them in a process per core while "
-              "this one makes the agent's calls (the numbers do not change)")
+        write(f"rl audit: this audit ran {duration(snapshot.elapsed)} in one process; "
+              f"audit(..., {WORDS}) runs its episodes in a process per core, each with its "
+              "own copy of the agent (the numbers do not change)")
 
 
 class TqdmBar:

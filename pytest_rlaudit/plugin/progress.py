@@ -151,7 +151,7 @@ class ProgressHooks:
         from ..rollout.workers import usable_cores
 
         terminalreporter.write_line(
-            f"rl audit: an audit ran {duration(self.suggestion.elapsed)}, mostly stepping "
-            f"envs in one process: {WORDS} steps them in {usable_cores()} "
-            "processes while this one makes the agent's calls (the numbers do not change)",
+            f"rl audit: an audit ran {duration(self.suggestion.elapsed)} in one process: "
+            f"{WORDS} runs its episodes in {usable_cores()} processes, each with its own "
+            "copy of the agent (the numbers do not change)",
             yellow=True)

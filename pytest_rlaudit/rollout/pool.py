@@ -121,7 +121,7 @@ def run_pool(
         sink = progress.current()
         if sink is not None:
             sink.planned(len(jobs), horizon=progress.horizon(first, max_steps),
-                         parallel=count > 1)
+                         parallel=count > 1, copies=policy.shards_freely)
         out = drive(policy, phases, jobs, scenarios, indices, seed=seed, record=record,
                     space=spaces[1])
     except (Expired, TimeoutError):

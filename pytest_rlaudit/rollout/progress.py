@@ -15,8 +15,11 @@ updates at most every :data:`INTERVAL` seconds.
 
 An audit is told of worker processes (``workers``, ``--rl-workers``) when it is projected
 to run :data:`SUGGEST_SECONDS` or more in one process on a machine with several cores,
-the agent's policy calls take less than :data:`POLICY_SHARE` of its rollout time, and the
-rest costs :data:`ENV_STEP_SECONDS` or more per agent step.
+and its agent can run in every worker (``shards_freely``: each process then runs
+episodes of its own, policy calls included). An agent that must stay in one process
+(on a GPU) leaves the workers only the env steps, so it is told only when its policy
+calls take less than :data:`POLICY_SHARE` of its rollout time and the rest costs
+:data:`ENV_STEP_SECONDS` or more per agent step.
 
 >>> shown = []
 >>> with watching(Progress(shown.append, delay=0.0, interval=0.0)) as progress:
@@ -46,8 +49,8 @@ __all__ = ["Progress", "Snapshot", "watching", "current", "expect", "describe", 
 DELAY = 2.0
 #: Seconds between two updates of the display, at least.
 INTERVAL = 0.25
-#: An audit projected to run this many seconds or longer, mostly stepping envs in one
-#: process on a machine with several cores, is told of ``workers``.
+#: An audit projected to run this many seconds or longer in one process on a machine
+#: with several cores is told of ``workers`` (for an agent kept in one process: if ...)
 SUGGEST_SECONDS = 30.0
 #: ... when the agent's policy calls took less than this share of its rollout time
 POLICY_SHARE = 0.5
@@ -98,6 +101,7 @@ class Progress:
         self.pool_steps = 0
         self.last_mean: float | None = None  # the mean length of the pools before
         self.parallel = False  # a pool ran in several processes
+        self.copies = True  # the agent can run in every worker process (shards_freely)
         self.policy_seconds = 0.0
         self.rollout_began: float | None = None
         self.shown = 0
@@ -109,9 +113,11 @@ class Progress:
 
     # ------------------------------------------------------------ told by the runner
 
-    def planned(self, episodes: int, *, horizon: int | None = None, parallel: bool = False) -> None:
+    def planned(self, episodes: int, *, horizon: int | None = None, parallel: bool = False,
+                copies: bool = True) -> None:
         """``episodes`` more episodes, a new pool; ``horizon``: their time limit in agent
-        steps, if known; ``parallel``: they run in several processes."""
+        steps, if known; ``parallel``: they run in several processes; ``copies``: the agent
+        can run in worker processes of its own (``shards_freely``)."""
         if self.rollout_began is None:
             self.rollout_began = self.clock()
         self.total += int(episodes)
@@ -120,6 +126,7 @@ class Progress:
             self.last_mean = self.pool_steps / self.pool_done
         self.pool_done = self.pool_steps = 0
         self.parallel = self.parallel or parallel
+        self.copies = copies
 
     def advance(self, rows: int = 0, started: int = 0, finished: Iterable[int] = ()) -> None:
         """``rows`` agent steps taken, ``started`` episodes begun, and the lengths (agent
@@ -199,8 +206,8 @@ class Progress:
         shot = self.snapshot(now)
         if (not self.suggest_workers and not self.parallel and shot.left is not None
                 and shot.elapsed + shot.left >= SUGGEST_SECONDS
-                and self.policy_seconds < POLICY_SHARE * ran
-                and ran - self.policy_seconds >= ENV_STEP_SECONDS * self.steps):
+                and (self.copies or (self.policy_seconds < POLICY_SHARE * ran
+                                     and ran - self.policy_seconds >= ENV_STEP_SECONDS * self.steps))):
             from .workers import usable_cores
 
             self.suggest_workers = usable_cores() > 1
@@ -303,7 +310,7 @@ def describe(snapshot: Snapshot, *, words: str, room: int | None = None) -> str:
 
     >>> shot = Snapshot(done=37, total=300, elapsed=40.0, left=80.0, suggest_workers=True)
     >>> describe(shot, words="--rl-workers auto")
-    '37/300 episodes, ~1 min 20 s left (mostly env steps: try --rl-workers auto)'
+    '37/300 episodes, ~1 min 20 s left (one process: try --rl-workers auto)'
     >>> describe(shot, words="--rl-workers auto", room=20)
     '37/300, ~1:20 left'
     """
@@ -313,7 +320,7 @@ def describe(snapshot: Snapshot, *, words: str, room: int | None = None) -> str:
     if left is not None:
         long = f"{count} episodes, ~{duration(left)} left"
         if snapshot.suggest_workers:
-            forms.append(f"{long} (mostly env steps: try {words})")
+            forms.append(f"{long} (one process: try {words})")
         minutes, secs = divmod(max(0, round(left)), 60)
         forms += [long, f"{count}, ~{minutes}:{secs:02d} left"]
     else:

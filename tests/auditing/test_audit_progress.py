@@ -73,6 +73,6 @@ def test_a_long_env_bound_audit_is_told_of_workers_once(at_once, capsys):
     again(told)
     again.close(told)
     err = capsys.readouterr().err
-    assert "mostly env steps: try workers=\"auto\"" in err
+    assert "one process: try workers=\"auto\"" in err
     assert err.count('audit(..., workers="auto")') == 1
     assert "this audit ran 1 min 35 s" in err

@@ -246,11 +246,11 @@ def test_a_long_env_bound_audit_ends_the_run_with_one_line_on_workers(tester, at
     result = tester.runpytest(*ZERO_CONFIG[:-1], "jitter,delay")
     result.assert_outcomes(passed=2)
     assert not updates(result.stdout.str())
-    hint = [line for line in result.outlines if "--rl-workers auto steps" in line]
+    hint = [line for line in result.outlines if "--rl-workers auto runs" in line]
     assert len(hint) == 1, result.outlines
-    assert re.fullmatch(r"rl audit: an audit ran \d+ s, mostly stepping envs in one process: "
-                        r"--rl-workers auto steps them in 4 processes while this one makes "
-                        r"the agent's calls \(the numbers do not change\)", hint[0]), hint
+    assert re.fullmatch(r"rl audit: an audit ran \d+ s in one process: --rl-workers auto runs "
+                        r"its episodes in 4 processes, each with its own copy of the agent "
+                        r"\(the numbers do not change\)", hint[0]), hint
 
 
 def test_rl_progress_takes_auto_yes_or_no(tester):

@@ -114,14 +114,18 @@ def test_no_estimate_without_a_time_limit_or_an_ended_episode():
     assert describe(progress.snapshot(), words="w") == "0/4 episodes"
 
 
-@pytest.mark.parametrize(("parallel", "policy_share", "suggested"),
-                         [(False, 0.1, True), (True, 0.1, False), (False, 0.9, False)])
-def test_a_long_env_bound_audit_in_one_process_suggests_workers(monkeypatch, parallel,
-                                                                policy_share, suggested):
+@pytest.mark.parametrize(("parallel", "copies", "policy_share", "suggested"),
+                         [(False, False, 0.1, True), (True, False, 0.1, False),
+                          (False, False, 0.9, False), (False, True, 0.9, True),
+                          (True, True, 0.9, False)])
+def test_a_long_audit_in_one_process_suggests_workers_where_they_help(
+        monkeypatch, parallel, copies, policy_share, suggested):
+    """An agent that runs in every worker is told whatever its policy costs; one kept in
+    one process (copies=False) only where the env steps are most of the time."""
     monkeypatch.setattr("pytest_rlaudit.rollout.workers.usable_cores", lambda: 4)
     clock = Clock()
     progress = Progress(delay=0.0, interval=0.0, clock=clock)
-    progress.planned(100, horizon=1000, parallel=parallel)
+    progress.planned(100, horizon=1000, parallel=parallel, copies=copies)
     progress.advance(started=100)
     for _ in range(20):  # 100 rows a second: 1000 s to go
         clock.now += 1.0
@@ -132,11 +136,11 @@ def test_a_long_env_bound_audit_in_one_process_suggests_workers(monkeypatch, par
         is suggested
 
 
-def test_cheap_env_steps_are_not_worth_workers(monkeypatch):
+def test_cheap_env_steps_are_not_worth_env_workers(monkeypatch):
     monkeypatch.setattr("pytest_rlaudit.rollout.workers.usable_cores", lambda: 4)
     clock = Clock()
     progress = Progress(delay=0.0, interval=0.0, clock=clock)
-    progress.planned(100_000, horizon=500)
+    progress.planned(100_000, horizon=500, copies=False)  # an agent kept in one process
     progress.advance(started=128)
     for _ in range(40):  # 100,000 agent steps a second: 10 us each, policy included
         clock.now += 1.0
