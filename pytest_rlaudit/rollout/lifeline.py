@@ -16,6 +16,9 @@ open (pytest's output, xdist's channel: the run never ends). Three things preven
 3. The runner stops its children itself on every way out (:func:`stop`): asked, then
    SIGTERM, then SIGKILL, and always reaped.
 
+A child also puts torch on one thread (:func:`~..world.agents.torch.after_fork`): torch's
+OpenMP pool does not survive a fork, and a child that used it would hang.
+
 >>> import multiprocessing
 >>> process = start(multiprocessing.get_context("fork"), sum, ([1, 2],))
 >>> stop(process, wait=5)
@@ -32,6 +35,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..world.agents.torch import after_fork
 from . import deadline
 
 __all__ = ["start", "stop", "parent_end", "die_with_parent"]
@@ -66,6 +70,7 @@ def _child(parent: int, target: Callable[..., Any], args: tuple[Any, ...]) -> No
     for conn in list(_PARENT_ENDS):
         conn.close()  # this process's copies only: the parent's stay open
     die_with_parent(parent)
+    after_fork()
     deadline.arm_in_child()
     target(*args)
 

@@ -303,3 +303,28 @@ def test_a_shard_process_that_dies_is_a_clear_error_not_a_hang():
     with pytest.raises(RolloutError, match=r"worker process died \(exit code 3\); run "
                                            r"with workers=None"):
         _run("random", ["nominal"], episodes=2, env=lambda: _Dies(horizon=10), workers=2)
+
+
+def test_a_worker_runs_torch_after_this_process_used_its_thread_pool():
+    """GNU OpenMP does not survive a fork: once this process has run a parallel region,
+    a forked worker's first one would wait forever (a model loaded here, then any large
+    tensor op there). Workers put torch on one thread, so the audit runs, and ends well
+    inside its timeout."""
+    torch = pytest.importorskip("torch")
+    from pytest_rlaudit.world.agents.base import BasePolicy
+
+    class Heavy(BasePolicy):  # no torch_threads guard: a policy of one's own
+        def act(self, obs, states):
+            torch.ones(1 << 18).add_(1)  # large enough for a parallel region
+            return (obs[:, 2] > 0).astype(np.int64), None
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.ones(1024, 1024).add_(1)  # this process's thread pool now exists
+        result = audit(Heavy(), "CartPole-v1", scenarios=["delay"], episodes=4, workers=2,
+                       timeout=20)
+    finally:
+        torch.set_num_threads(threads)
+    assert len(result["delay"].returns) == 4
+    assert torch.get_num_threads() == threads  # this process's own setting is left alone

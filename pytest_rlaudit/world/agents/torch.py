@@ -15,7 +15,7 @@ from gymnasium import spaces
 from ...errors import PolicyError
 from .base import BasePolicy
 
-__all__ = ["TorchPolicy", "MIN_TORCH_ROWS", "RULES", "choose_rule", "on_cpu"]
+__all__ = ["TorchPolicy", "MIN_TORCH_ROWS", "RULES", "choose_rule", "on_cpu", "after_fork"]
 
 #: Torch-backed policy calls are padded to a multiple of this many rows (batch invariance).
 MIN_TORCH_ROWS = 16
@@ -45,6 +45,21 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(old)
+
+
+def after_fork() -> None:
+    """In a forked process: torch, if the parent imported it, on one intra-op thread.
+
+    GNU OpenMP, torch's CPU thread pool on Linux, does not survive a fork: a parallel
+    region in the child waits forever for the parent's pool threads, which the child does
+    not have (a model loaded in the parent, then any large tensor op in the child, hangs).
+    With one thread torch runs every op inline. Policy calls run on one thread anyway
+    (``torch_threads=1``); this covers everything else a worker may do with torch (an
+    env of its own, ``torch_threads=None``). Torch is never imported here.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def on_cpu(module: Any) -> bool:
