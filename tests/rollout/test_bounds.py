@@ -36,11 +36,11 @@ from pytest_rlaudit import (
     check_robust,
     tolerance,
 )
-from pytest_rlaudit.world.agents.base import BasePolicy
 from pytest_rlaudit.errors import InvalidArgumentError
 from pytest_rlaudit.rollout import deadline, ray_connect
 from pytest_rlaudit.rollout.deadline import within
 from pytest_rlaudit.rollout.shards import run_forked
+from pytest_rlaudit.world.agents.base import BasePolicy
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX timers")
 
