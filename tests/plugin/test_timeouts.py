@@ -33,7 +33,7 @@ import pytest
 
 class Hangs(gym.Wrapper):
     '''Agent step 3 of episode 2 never returns (or of every episode in the processes named
-    HANG_IN, such as rlaudit-envs: env workers, each writing its pid to children.txt).'''
+    HANG_IN, such as rlaudit-shard: worker processes, each writing its pid to children.txt).'''
 
     def reset(self, *, seed=None, options=None):
         self.seed_, self.t = seed, 0
@@ -112,11 +112,11 @@ def test_the_ini_key_bounds_an_audit_in_process(project, monkeypatch):
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
 def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project, xdist):
     pytest.importorskip("pytest_timeout")
-    # 10 s: the env workers must have started (and written children.txt) before
+    # 10 s: the worker processes must have started (and written children.txt) before
     # pytest-timeout fires, also on a loaded machine (at 3 s, a CI run at lowest versions
     # under load timed out while the audit was still importing)
     out, took = run(project, "--rl-workers", "2", "--timeout", "10", "--timeout-method", "thread",
-                    *xdist, hang_in="rlaudit-envs")
+                    *xdist, hang_in="rlaudit-shard")
     assert took < 60
     assert out.returncode != 0
     # pytest-timeout ended pytest, or the xdist worker (which the controller reports)
@@ -129,7 +129,7 @@ def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(p
     left = [pid for pid in children if _alive(pid)]
     for pid in left:
         os.kill(pid, signal.SIGKILL)
-    assert left == [], f"env workers outlived pytest: {left}"
+    assert left == [], f"worker processes outlived pytest: {left}"
 
 
 def test_pytest_timeouts_signal_method_still_fires_first_beside_rl_timeout(project):

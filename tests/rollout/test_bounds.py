@@ -54,7 +54,7 @@ def zeros(obs):
 class Hangs(CounterEnv):
     """Never returns from agent step 3, even for an env that catches every Exception around
     its simulator: in episode 2 (env seed 2) by default, or in every episode of the forked
-    processes named ``where`` (``rlaudit-envs``: env workers)."""
+    processes named ``where`` (``rlaudit-envs``: env workers; ``rlaudit-shard``: shards)."""
 
     def __init__(self, where: str = "", block_alarm: bool = False) -> None:
         super().__init__(horizon=20)
