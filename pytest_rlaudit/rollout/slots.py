@@ -165,10 +165,10 @@ def attach_policy(env: gym.Env, policy: Policy) -> bool:
         if attach is not None:
             attach(policy)
         current = current.env
-    defer = getattr(env, "defer_attacks", None)
-    if defer is None or not _BATCH_ATTACKS:
+    # on the class: an instance's attribute lookup might reach into the wrapped env
+    if getattr(type(env), "defer_attacks", None) is None or not _BATCH_ATTACKS:
         return False
-    defer()
+    env.defer_attacks()  # type: ignore[attr-defined]
     return True
 
 

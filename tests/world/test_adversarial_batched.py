@@ -162,3 +162,40 @@ def test_a_discrete_row_that_flipped_stops_while_the_others_go_on():
     for episode in (0, 5):
         one = _run(policy, CARTPOLE, chosen, [episode], batch_size=1)["adversarial_obs"]
         assert np.array_equal(one.observations[0], many.observations[episode])
+
+
+def test_an_attack_below_another_wrapper_attacks_in_its_own_step_with_the_same_result():
+    # The runner batches only an outermost attack (an outer wrapper may use the
+    # observation); below one, each step attacks its own row, to the same numbers.
+    def below(env, **params):
+        return gym.Wrapper(AdversarialObservation(env, **params))
+
+    policy = _agent("sac")
+    outer = _attack(0.2)
+    inner = Scenario("adversarial_obs", "stress", below, dict(outer.params))
+    batched = _run(policy, PENDULUM, [outer], 3, batch_size=3)["adversarial_obs"]
+    alone = _run(policy, PENDULUM, [inner], 3, batch_size=3)["adversarial_obs"]
+    assert batched.returns.tolist() == alone.returns.tolist()
+    assert _digest(batched) == _digest(alone)
+
+
+@pytest.mark.parametrize("name", ["ppo", "sac"])
+def test_each_row_of_a_batched_pgd_is_its_pgd_alone(name):
+    from pytest_rlaudit.world.agents.gradients import action_scores
+    from pytest_rlaudit.world.perturbations.pgd import pgd_rows
+
+    policy, env = _agent(name), gym.make(CARTPOLE if name == "ppo" else PENDULUM)
+    policy.bind(env.observation_space, env.action_space)
+    scores = action_scores(policy, env.observation_space, env.action_space)
+    rng = np.random.default_rng(0)
+    clean = np.array([env.reset(seed=s)[0] for s in range(21)], dtype=np.float64)
+    radius = np.full_like(clean, 0.1)
+    start = clean + rng.uniform(-1, 1, clean.shape) * radius
+    step = np.full_like(clean, 0.03)
+    steps = rng.integers(0, 12, len(clean))  # rows of 0 to 11 steps side by side
+    args = (clean, start, clean - radius, clean + radius, step)
+    together = pgd_rows(scores, *args, steps=steps)
+    for i in range(len(clean)):
+        alone = pgd_rows(scores, *(a[i : i + 1] for a in args), steps=steps[i : i + 1])
+        assert np.array_equal(together[i], alone[0]), i
+    assert not np.array_equal(together[steps > 0], start[steps > 0])

@@ -59,8 +59,10 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
     it attacks: audits attach theirs (:meth:`attach_policy`); unattached, observations
     pass through clean with a warning. Only torch-backed agents (SB3 models, torch
     modules) have the gradients; any other agent is a ``PolicyError`` at attach time.
-    Each step costs up to ``steps`` forward and backward passes of one observation
-    (about 1.5 ms for the bundled CartPole PPO at ``steps=10``).
+    Each step costs up to ``steps`` forward and backward passes. Alone, the wrapper
+    attacks its one observation; in an audit the runner attacks the observations of all
+    its env slots of a decision step together (:meth:`defer_attacks`), one pass of the
+    whole batch per PGD step, each row exactly as if attacked alone (:mod:`.pgd`).
 
     The attack is per step (myopic): it changes the action wherever a change is within
     reach, which is where the agent is least sure. A closed loop may absorb that, so at

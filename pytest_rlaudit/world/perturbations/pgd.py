@@ -105,41 +105,52 @@ def pgd_rows(scores: ActionScores, clean: np.ndarray, start: np.ndarray, low: np
     def f32(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(np.asarray(a[todo], dtype=np.float32))
 
-    lo, hi, size, x = f32(low), f32(high), f32(step), f32(start)
-    left = steps[todo]
+    # The rows still ascending: their places in worst, steps left, and their tensors, cut
+    # down whenever rows stop (no gathering and scattering while none does).
+    rows, left = todo, steps[todo]
+    x, lo, hi, size = f32(start), f32(low), f32(high), f32(step)
     with scores.session():
         with torch.no_grad():
             nominal = _padded(scores, f32(clean))
-        target = nominal.argmax(dim=1) if scores.discrete else None
-        going = np.arange(todo.size)  # positions (in todo) of the rows still ascending
+        ref = nominal.argmax(dim=1) if scores.discrete else nominal
         for t in range(int(left.max())):
-            going = going[left[going] > t]
-            if going.size == 0:
-                break
-            at = torch.as_tensor(going)
-            xa = x[at].requires_grad_(True)
+            if (left <= t).any():  # these rows took all their steps
+                rows, left, (x, lo, hi, size, ref) = _stop(left > t, worst, rows, left,
+                                                           x, lo, hi, size, ref)
+            xa = x.requires_grad_(True)
             out = _padded(scores, xa)
             keep = None  # the rows of xa that take this step (None: all)
-            if target is not None:
-                unflipped = (out.argmax(dim=1) == target[at]).numpy()
-                if not unflipped.all():  # those rows' actions changed: they stop here
-                    going = going[unflipped]
-                    if going.size == 0:
+            if scores.discrete:
+                going = (out.argmax(dim=1) == ref).numpy()
+                if not going.all():  # those rows' actions changed: they stop here
+                    keep = torch.as_tensor(np.flatnonzero(going))
+                    out = out[keep]
+                    rows, left, (x, lo, hi, size, ref) = _stop(going, worst, rows, left,
+                                                               x.detach(), lo, hi, size, ref)
+                    if rows.size == 0:
                         break
-                    keep = torch.as_tensor(np.flatnonzero(unflipped))
-                    out, at = out[keep], at[keep]
                 # a sum, not cross_entropy's mean: each row's gradient is its own loss's
-                loss = torch.nn.functional.cross_entropy(out, target[at], reduction="sum")
+                loss = torch.nn.functional.cross_entropy(out, ref, reduction="sum")
             else:
-                loss = (out - nominal[at]).square().sum()
+                loss = (out - ref).square().sum()
             # autograd.grad, not backward: no gradient accumulates in the network's weights
             (grad,) = torch.autograd.grad(loss, xa)
-            moved = xa.detach()
             if keep is not None:
-                grad, moved = grad[keep], moved[keep]
-            x[at] = torch.minimum(torch.maximum(moved + size[at] * grad.sign(), lo[at]), hi[at])
-    worst[todo] = x.numpy().astype(np.float64)
+                grad = grad[keep]
+            x = torch.minimum(torch.maximum(x.detach() + size * grad.sign(), lo), hi)
+    _stop(np.zeros(rows.size, dtype=bool), worst, rows, left, x.detach())
     return worst
+
+
+def _stop(going: np.ndarray, worst: np.ndarray, rows: np.ndarray, left: np.ndarray,
+          x: torch.Tensor, *more: torch.Tensor) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+    """Rows not ``going`` stop: their ``x`` goes to ``worst``; the rest of ``rows``,
+    ``left``, ``x`` and ``more`` stay."""
+    import torch
+
+    worst[rows[~going]] = x[torch.as_tensor(~going)].numpy()
+    kept = torch.as_tensor(going)
+    return rows[going], left[going], [x[kept], *(m[kept] for m in more)]
 
 
 def _padded(scores: ActionScores, x: torch.Tensor) -> torch.Tensor:
