@@ -168,7 +168,8 @@ def _first_env(policy: Policy, own: list[SlotGroup]) -> tuple[gym.Env, Spaces]:
     spaces: the policy learns them from it, and every other env must keep them."""
     first = own[0].make(0)
     policy.bind(first[0].observation_space, first[0].action_space)
-    attach_policy(first[0], policy)
+    if attach_policy(first[0], policy):  # its step observations are deferred attacks
+        own[0].attacks = True
     own[0].free[0] = [first]
     spaces = cast(Spaces, own[0].spaces)  # set by the first env it made
     for group in own:

@@ -34,6 +34,7 @@ from ..errors import EnvContractError, RolloutError
 from ..world.atari import LIVES_LOST
 from ..world.envs import AuditEnv
 from ..world.perturbations import seed_perturbations
+from ..world.perturbations.pgd import Pending, attack_all
 from ..world.scenarios import Scenario
 from .checks import CHECKED_STEPS, ObservationContract, unpacks_old_api, where
 from .deadline import Expired
@@ -143,15 +144,32 @@ else:
     _Running = _Slot
 
 
-def attach_policy(env: gym.Env, policy: Policy) -> None:
+#: Whether a group attacks the observations of all its slots in one batch (see
+#: :meth:`SlotGroup._attack`); False only to time the per-observation attack against it
+#: (benchmarks/bench_adversarial.py): the numbers are the same either way.
+_BATCH_ATTACKS = True
+
+
+def attach_policy(env: gym.Env, policy: Policy) -> bool:
     """Hand ``policy`` to every wrapper in ``env``'s chain that attacks the agent itself
-    (``attach_policy``: adversarial observations). Once per env made, never per step."""
+    (``attach_policy``: adversarial observations). Once per env made, never per step.
+
+    Returns whether ``env``'s step observations are deferred attacks (:class:`Pending`)
+    for the group to run in one batch: only when the attacking wrapper is the outermost
+    one, as ``adversarial_obs`` is; below another wrapper, which may use the observation,
+    it attacks each one in its own step.
+    """
     current: Any = env
     while isinstance(current, gym.Wrapper):
         attach = getattr(current, "attach_policy", None)
         if attach is not None:
             attach(policy)
         current = current.env
+    # on the class: an instance's attribute lookup might reach into the wrapped env
+    if getattr(type(env), "defer_attacks", None) is None or not _BATCH_ATTACKS:
+        return False
+    env.defer_attacks()  # type: ignore[attr-defined]
+    return True
 
 
 class SlotGroup:
@@ -185,6 +203,7 @@ class SlotGroup:
         self.made: list[gym.Env] = []
         self.bases: dict[int, gym.Env] = {}  # the open ones, by id (kept, so ids stay unique)
         self.contract: ObservationContract | None = None  # from the first env made
+        self.attacks = False  # whether some env's step observations are deferred attacks
 
     # ------------------------------------------------------------------ envs
     def make(self, s: int) -> tuple[gym.Env, _StepCounter]:
@@ -218,8 +237,8 @@ class SlotGroup:
                 f"actions {got[1]}; nominal: {self.spaces[0]}, {self.spaces[1]}); the same "
                 "agent must run every scenario, so a perturbation has to keep the spaces"
             )
-        if self.policy is not None:
-            attach_policy(wrapped, self.policy)
+        if self.policy is not None and attach_policy(wrapped, self.policy):
+            self.attacks = True
         return wrapped, counter
 
     def _release(self, slot: _Running) -> None:
@@ -330,6 +349,8 @@ class SlotGroup:
                 if lost != slot.lost:  # the zoo's frame stack starts afresh at a lost life
                     slot.lost = lost
                     restarted.append(slot.job)
+        if self.attacks:  # before the new episodes start: their reset observations are clean
+            self._attack(still)
         while self.idle and self.queue:
             job = self.queue.popleft()
             running = self._start(self.idle.pop(), job)
@@ -339,6 +360,25 @@ class SlotGroup:
         return Reply([slot.job for slot in still], self._batch(still) if still else None,
                      [slot.steps for slot in still], started, finished, len(self.queue),
                      restarted)
+
+    def _attack(self, rows: list[_Running]) -> None:
+        """Run the deferred attacks of ``rows`` in one batch, each row's result the one its
+        wrapper computes alone (:mod:`~pytest_rlaudit.world.perturbations.pgd`). Episodes
+        that just ended are not in ``rows``: their last observation is never attacked."""
+        attacked = [slot for slot in rows if isinstance(slot.obs, Pending)]
+        if not attacked:
+            return
+        try:
+            worst = attack_all([slot.obs for slot in attacked])
+        except EnvContractError:
+            raise
+        except Exception as exc:
+            raise self._fail(attacked[0], f"the adversarial attack failed ({type(exc).__name__}: "
+                                          f"{exc}), in a batch of {len(attacked)} rows,") from exc
+        except Expired as exc:  # the audit's deadline struck in the attack
+            raise self._stuck(exc, attacked[0]) from None
+        for slot, obs in zip(attacked, worst, strict=True):
+            slot.obs = obs
 
     def _batch(self, rows: list[_Running]) -> Any:
         """The observations of ``rows`` as one batch, of the declared shape on every

@@ -281,7 +281,7 @@ def test_a_module_giving_actions_instead_of_scores_is_refused_at_attach():
         def forward(self, x):
             return (x[:, 2] > 0).long()
 
-    with pytest.raises(PolicyError, match=r"per-action scores of shape \(1, 2\)"):
+    with pytest.raises(PolicyError, match=r"per-action scores of shape \(16, 2\)"):
         _attacker(TorchPolicy(Chooser()))
 
 

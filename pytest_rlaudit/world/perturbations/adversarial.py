@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .base import Perturbation, _float_arg, _int_arg, _require_box_obs, check_scale
+from .pgd import Pending, attack_all, pgd_rows
 
 if TYPE_CHECKING:
     from ..agents.base import Policy
@@ -58,8 +59,10 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
     it attacks: audits attach theirs (:meth:`attach_policy`); unattached, observations
     pass through clean with a warning. Only torch-backed agents (SB3 models, torch
     modules) have the gradients; any other agent is a ``PolicyError`` at attach time.
-    Each step costs up to ``steps`` forward and backward passes of one observation
-    (about 1.5 ms for the bundled CartPole PPO at ``steps=10``).
+    Each step costs up to ``steps`` forward and backward passes. Alone, the wrapper
+    attacks its one observation; in an audit the runner attacks the observations of all
+    its env slots of a decision step together (:meth:`defer_attacks`), one pass of the
+    whole batch per PGD step, each row exactly as if attacked alone (:mod:`.pgd`).
 
     The attack is per step (myopic): it changes the action wherever a change is within
     reach, which is where the agent is least sure. A closed loop may absorb that, so at
@@ -93,6 +96,8 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
         #: The unit of epsilon in each element (see "Units").
         self.unit = _unit(box, self.spread)
         self._scores: ActionScores | None = None
+        self._key: Any = None
+        self._deferred = False
         self._warned = False
 
     def attach_policy(self, policy: Policy) -> None:
@@ -105,15 +110,34 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
 
         scores = action_scores(policy, self.observation_space, self.action_space)
         probe = _some_observation(cast(spaces.Box, self.observation_space))  # __init__ checked
-        _pgd(scores, probe, probe, probe, probe, steps=1, step=np.zeros_like(probe))
+        pgd_rows(scores, *(probe[None],) * 4, np.zeros_like(probe)[None], steps=np.ones(1, int))
         self._scores = scores
+        # Wrappers of one policy and one env's spaces attack through the same network:
+        # attack_all batches their rows together.
+        self._key = (id(policy), str(self.observation_space), str(self.action_space))
+
+    def defer_attacks(self, deferred: bool = True) -> None:
+        """From now on, ``step`` returns each observation as a :class:`~.pgd.Pending`
+        attack, for the caller to run with those of other envs in one batch
+        (:func:`~.pgd.attack_all`): the audit runner does, over all its env slots.
+        Only for a caller that gets the observation straight from this wrapper."""
+        self._deferred = deferred
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return self.attack(obs), reward, terminated, truncated, info
+        pending = self.pending(obs)
+        if not self._deferred and isinstance(pending, Pending):
+            pending = attack_all([pending])[0]
+        return pending, reward, terminated, truncated, info
 
     def attack(self, obs: Any) -> np.ndarray:
         """The worst observation near ``obs`` (one draw of the random start)."""
+        pending = self.pending(obs)
+        return attack_all([pending])[0] if isinstance(pending, Pending) else pending
+
+    def pending(self, obs: Any) -> Pending | np.ndarray:
+        """The attack on ``obs``, to run (:func:`~.pgd.attack_all`): it draws the random
+        start. ``obs`` itself, clean, with a warning, when no policy is attached."""
         seen = np.asarray(obs)
         # Drawn whatever the parameters, so the stream does not depend on them.
         start = self.rng.uniform(-1.0, 1.0, seen.shape)
@@ -125,9 +149,8 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
         radius = self.epsilon * self.unit
         low = np.maximum(clean - radius, space.low)
         high = np.minimum(clean + radius, space.high)
-        worst = _pgd(self._scores, clean, np.clip(clean + start * radius, low, high), low, high,
-                     steps=self.steps, step=self.step_size * self.unit)
-        return _as_observation(worst, seen, radius, low, high)
+        return Pending(self._scores, self._key, seen, clean, np.clip(clean + start * radius, low, high),
+                       low, high, radius, self.step_size * self.unit, self.steps)
 
     def _warn_unattached(self) -> None:
         if not self._warned:
@@ -135,7 +158,7 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
             warnings.warn(
                 "AdversarialObservation has no policy to attack, so observations pass through "
                 "clean: call env.attach_policy(agent) first (audits attach their agent)",
-                UserWarning, stacklevel=3,
+                UserWarning, stacklevel=4,
             )
 
 
@@ -154,51 +177,3 @@ def _some_observation(space: spaces.Box) -> np.ndarray:
     bound, else zero, element by element."""
     low, high = space.low.astype(np.float64), space.high.astype(np.float64)
     return np.where(np.isfinite(low), low, np.where(np.isfinite(high), high, 0.0))
-
-
-def _pgd(scores: ActionScores, clean: np.ndarray, start: np.ndarray, low: np.ndarray,
-         high: np.ndarray, *, steps: int, step: np.ndarray) -> np.ndarray:
-    """``steps`` signed-gradient ascent steps of ``step`` from ``start`` on the distance
-    of ``scores`` from their value at ``clean``, each projected into [low, high]."""
-    if steps == 0:
-        return start
-    import torch
-
-    def batch(a: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(np.asarray(a, dtype=np.float32)[None])
-
-    lo, hi, size = batch(low), batch(high), batch(step)
-    x = batch(start)
-    with scores.session():
-        with torch.no_grad():
-            nominal = scores(batch(clean))
-        target = nominal.argmax(dim=1) if scores.discrete else None
-        for _ in range(steps):
-            x.requires_grad_(True)
-            out = scores(x)
-            if target is not None:
-                if bool((out.argmax(dim=1) != target).all()):
-                    break  # the action changed: more steps cannot change it further
-                loss = torch.nn.functional.cross_entropy(out, target)
-            else:
-                loss = (out - nominal).square().sum()
-            # autograd.grad, not backward: no gradient accumulates in the network's weights
-            (grad,) = torch.autograd.grad(loss, x)
-            x = torch.minimum(torch.maximum(x.detach() + size * grad.sign(), lo), hi)
-    worst: np.ndarray = x.detach().numpy()[0].astype(np.float64)
-    return worst
-
-
-def _as_observation(worst: np.ndarray, obs: np.ndarray, radius: np.ndarray, low: np.ndarray,
-                    high: np.ndarray) -> np.ndarray:
-    """``worst`` in ``obs``'s dtype, inside the ball and the bounds: integers rounded to
-    the nearest value within ``floor(radius)`` of the clean one."""
-    out: np.ndarray
-    if not np.issubdtype(obs.dtype, np.integer):
-        out = np.clip(worst, low, high).astype(obs.dtype)
-    else:
-        clean = obs.astype(np.float64)
-        reach = np.floor(radius)
-        shifted = clean + np.clip(np.rint(worst - clean), -reach, reach)
-        out = np.clip(shifted, np.ceil(low), np.floor(high)).astype(obs.dtype)
-    return out

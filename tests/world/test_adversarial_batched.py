@@ -1,0 +1,201 @@
+"""adversarial_obs at scale: the runner attacks all the rows of a decision step in one
+batched PGD, and each row's attacked observation is the one the wrapper computes for it
+alone.
+
+The ``PINNED_*`` values are a regression pin, not a property: they were recorded from the
+per-observation attack as it was before the batched one (one PGD per row, one
+forward/backward of one observation per PGD step), with the seeds written here, on the
+software stack of the time (torch 2, stable-baselines3 2). They must not change when the
+attack is batched; a torch or SB3 upgrade that changes the networks' initial weights or
+their float rounding may move them, which is then to be checked and re-recorded.
+Observation digests are a SHA-256 of every observation the agent saw (``record=True``),
+so they pin every attacked observation of every episode bit for bit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from stable_baselines3 import SAC
+from torch import nn
+
+from pytest_rlaudit import audit, scenarios
+from pytest_rlaudit.perturbations import AdversarialObservation
+from pytest_rlaudit.rollout.runner import run_episodes
+from pytest_rlaudit.world.agents import TorchPolicy, as_policy
+from pytest_rlaudit.world.envs import env_spec
+from pytest_rlaudit.world.scenarios import Scenario
+
+CARTPOLE, PENDULUM = "CartPole-v1", "Pendulum-v1"
+FRAGILE_PPO = Path(__file__).resolve().parents[2] / "examples" / "ppo_cartpole.zip"
+
+
+class Gaussian(nn.Module):
+    """A continuous actor in CleanRL's ``actor_mean`` shape, weights fixed by seed 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.actor_mean = nn.Sequential(nn.Linear(3, 16), nn.Tanh(), nn.Linear(16, 1))
+
+
+def _agent(name: str):
+    if name == "ppo":  # the bundled fragile PPO: Discrete actions
+        return as_policy(str(FRAGILE_PPO))
+    if name == "sac":  # an untrained SB3 SAC, weights fixed by seed 0: Box actions
+        return as_policy(SAC("MlpPolicy", PENDULUM, policy_kwargs=dict(net_arch=[16]),
+                             buffer_size=1_000, seed=0, device="cpu"))
+    return TorchPolicy(Gaussian())  # a torch module: Box actions
+
+
+def _digest(batch) -> str:
+    h = hashlib.sha256()
+    for seen in batch.observations:
+        h.update(np.ascontiguousarray(seen).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _attack(epsilon: float, name: str = "adversarial_obs", **params) -> Scenario:
+    base = scenarios.get("adversarial_obs")
+    return Scenario(name, "stress", base.perturbation,
+                    {**base.params, "epsilon": epsilon, "scale": "absolute", **params})
+
+
+def _run(policy, env_id: str, chosen, episodes, *, batch_size=None, workers=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every env the runner makes is attached: none warns
+        return run_episodes(policy, env_spec(env_id), chosen, episodes, seed=3,
+                            batch_size=batch_size, record=True, workers=workers)
+
+
+# --------------------------------------------------------------------------------------
+# Regression pins (recorded from the per-observation attack: see the module docstring)
+
+PINNED_STEPS = {  # (agent, env, reset seed, epsilon): the first attacked step observations
+    ("ppo", CARTPOLE, 5, 0.05): [
+        [0.08111617714166641, 0.24407362937927246, 0.006982056424021721, -0.29080718755722046],
+        [0.08218573778867722, 0.47100022435188293, 0.026770003139972687, -0.555953323841095],
+        [0.09405405819416046, 0.6661940813064575, 0.03271271288394928, -0.8502596616744995],
+        [0.10637793689966202, 0.4713105857372284, 0.014707519672811031, -0.5630602836608887]],
+    ("gaussian", PENDULUM, 2, 0.3): [
+        [0.3122672140598297, -1.0, -0.9138736128807068],
+        [-0.3885499835014343, -0.6960717439651489, -2.3186721801757812],
+        [-0.5245347023010254, -0.674466073513031, -3.0559885501861572]],
+    ("sac", PENDULUM, 1, 0.2): [
+        [1.0, 0.3188677132129669, 1.097439169883728],
+        [0.7862545847892761, -0.034767087548971176, 0.7368949055671692],
+        [0.7768107056617737, 0.014104816131293774, 0.7956228852272034]],
+}
+
+
+@pytest.mark.parametrize("key", list(PINNED_STEPS), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_the_wrappers_own_attack_is_pinned(key):
+    name, env_id, seed, epsilon = key
+    policy = _agent(name)
+    env = AdversarialObservation(gym.make(env_id), epsilon=epsilon)
+    policy.bind(env.observation_space, env.action_space)
+    env.attach_policy(policy)
+    obs, _ = env.reset(seed=seed)
+    seen = []
+    for _ in PINNED_STEPS[key]:
+        obs, *_ = env.step(policy.act(obs[None], None)[0][0])
+        seen.append(obs)
+    assert np.array_equal(np.array(seen), np.array(PINNED_STEPS[key], dtype=np.float32))
+
+
+PINNED_RUNS = {  # (agent, env, epsilon): returns of episodes 0..n-1 at seed 3, digest
+    ("ppo", CARTPOLE, 0.05): ([500.0] * 6, "bed173d6b47c30d5"),
+    ("ppo", CARTPOLE, 0.15): ([12.0, 13.0, 11.0, 10.0, 11.0, 10.0], "de0cc354ebecfd23"),
+    ("sac", PENDULUM, 0.2): ([-1816.9718669483595, -1847.404775311911, -1729.813561474378,
+                              -1437.2950276781924], "e3604e6940f92449"),
+    ("gaussian", PENDULUM, 0.3): ([-1812.0711662316457, -1876.9160396586758,
+                                   -1719.9363839662722, -1356.1253559899499],
+                                  "2d8317186d3a9943"),
+}
+
+
+@pytest.mark.parametrize("batch_size", [1, None])
+@pytest.mark.parametrize("key", list(PINNED_RUNS), ids=lambda k: f"{k[0]}-{k[2]}")
+def test_episode_returns_and_observations_are_pinned_for_any_batch_size(key, batch_size):
+    name, env_id, epsilon = key
+    returns, digest = PINNED_RUNS[key]
+    got = _run(_agent(name), env_id, [_attack(epsilon)], len(returns),
+               batch_size=batch_size)["adversarial_obs"]
+    assert got.returns.tolist() == returns
+    assert _digest(got) == digest
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"batch_size": 1}, {"batch_size": 3, "workers": 2}])
+def test_audit_numbers_are_pinned_for_any_batch_size_and_workers(kwargs):
+    result = audit(_agent("ppo"), CARTPOLE, scenarios=[_attack(0.15)], episodes=5, seed=1,
+                   **kwargs)
+    assert result["adversarial_obs"].returns.tolist() == [12.0, 9.0, 12.0, 13.0, 11.0]
+
+
+# --------------------------------------------------------------------------------------
+# Rows of different attacks share a batch and stay their own
+
+
+def test_attacks_of_several_sizes_in_one_pool_are_each_the_attack_alone():
+    policy = _agent("sac")
+    chosen = [_attack(0.2, "wide"), _attack(0.05, "narrow", steps=3),
+              _attack(0.2, "noise", steps=0)]
+    together = _run(policy, PENDULUM, chosen, 3, batch_size=9)
+    for scenario in chosen:
+        alone = _run(policy, PENDULUM, [scenario], 3, batch_size=1)[scenario.name]
+        assert together[scenario.name].returns.tolist() == alone.returns.tolist(), scenario.name
+        assert _digest(together[scenario.name]) == _digest(alone), scenario.name
+
+
+def test_a_discrete_row_that_flipped_stops_while_the_others_go_on():
+    # At epsilon 0.05 most rows flip within a step or two and some never do: the
+    # batched loop runs both kinds side by side. Every row equals its own attack.
+    policy = _agent("ppo")
+    chosen = [_attack(0.05)]
+    many = _run(policy, CARTPOLE, chosen, 8, batch_size=8)["adversarial_obs"]
+    for episode in (0, 5):
+        one = _run(policy, CARTPOLE, chosen, [episode], batch_size=1)["adversarial_obs"]
+        assert np.array_equal(one.observations[0], many.observations[episode])
+
+
+def test_an_attack_below_another_wrapper_attacks_in_its_own_step_with_the_same_result():
+    # The runner batches only an outermost attack (an outer wrapper may use the
+    # observation); below one, each step attacks its own row, to the same numbers.
+    def below(env, **params):
+        return gym.Wrapper(AdversarialObservation(env, **params))
+
+    policy = _agent("sac")
+    outer = _attack(0.2)
+    inner = Scenario("adversarial_obs", "stress", below, dict(outer.params))
+    batched = _run(policy, PENDULUM, [outer], 3, batch_size=3)["adversarial_obs"]
+    alone = _run(policy, PENDULUM, [inner], 3, batch_size=3)["adversarial_obs"]
+    assert batched.returns.tolist() == alone.returns.tolist()
+    assert _digest(batched) == _digest(alone)
+
+
+@pytest.mark.parametrize("name", ["ppo", "sac"])
+def test_each_row_of_a_batched_pgd_is_its_pgd_alone(name):
+    from pytest_rlaudit.world.agents.gradients import action_scores
+    from pytest_rlaudit.world.perturbations.pgd import pgd_rows
+
+    policy, env = _agent(name), gym.make(CARTPOLE if name == "ppo" else PENDULUM)
+    policy.bind(env.observation_space, env.action_space)
+    scores = action_scores(policy, env.observation_space, env.action_space)
+    rng = np.random.default_rng(0)
+    clean = np.array([env.reset(seed=s)[0] for s in range(21)], dtype=np.float64)
+    radius = np.full_like(clean, 0.1)
+    start = clean + rng.uniform(-1, 1, clean.shape) * radius
+    step = np.full_like(clean, 0.03)
+    steps = rng.integers(0, 12, len(clean))  # rows of 0 to 11 steps side by side
+    args = (clean, start, clean - radius, clean + radius, step)
+    together = pgd_rows(scores, *args, steps=steps)
+    for i in range(len(clean)):
+        alone = pgd_rows(scores, *(a[i : i + 1] for a in args), steps=steps[i : i + 1])
+        assert np.array_equal(together[i], alone[0]), i
+    assert not np.array_equal(together[steps > 0], start[steps > 0])
