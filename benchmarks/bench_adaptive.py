@@ -3,14 +3,15 @@
 What it measures. For each return model (``smooth`` and ``cartpole``, the paired generators
 defined once in ``tests/stats/test_sequential.py``) and true ratio (0.70, 0.75, 0.80, 0.85,
 0.90), ``--sims`` simulated runs are drawn, each of 200 paired episodes, and judged against
-threshold 0.8 with rounds of 10 episodes up to 200, two ways on the SAME runs:
+threshold 0.8 with a first stage of 10 episodes and a cap of 200, two ways on the SAME runs:
 
 1. ``today``: the rule this replaced, a faithful copy below (``bonferroni_adaptive_sample``,
-   the library's code before the change): at each of the K planned looks a paired BCa
-   bootstrap interval (``paired_ratio_ci``, 9,999 resamples) at confidence 1 - 0.05/K; stop
-   when it lies wholly on one side of 0.8.
-2. ``new``: ``pytest_rlaudit.stats.adaptive_sample`` with ``mode="point"`` (repeated
-   confidence intervals, Lan-DeMets spending; see its docstring), run through
+   the library's code before the change): rounds of 10; at each of the K = 20 planned looks
+   a paired BCa bootstrap interval (``paired_ratio_ci``, 9,999 resamples) at confidence
+   1 - 0.05/K; stop when it lies wholly on one side of 0.8.
+2. ``new``: ``pytest_rlaudit.stats.adaptive_sample`` with ``mode="point"`` and its default
+   rounds (5 episodes, half the first stage: 39 looks; repeated confidence intervals,
+   Lan-DeMets spending; see its docstring), run through
    ``adaptive_decisions``, which applies the same rule to all runs at once
    (``tests/stats/test_sequential.py`` checks that both give identical results).
 
@@ -23,7 +24,9 @@ sqrt(p (1 - p) / N), so 0.5% is +-0.35% over 400 runs and +-0.05% over 20,000).
 
 Targets (the issue's): FAIL at most 1% at 0.85, at least 95% at 0.70 (judged on the
 ``--new-sims`` runs), and a median at most 0.6 of today's at 0.70 and 0.85 (same runs), on
-both models.
+both models. The last line sums the medians over the reference set (both models at 0.70 and
+0.85) for each way, with the issue's target for the sum, 306 (0.6 of the 510 it measured for
+the established rule), and the new rule's worst error rates there.
 
 Run (from the repository root; the bootstrap makes ``today`` slow: about 4 minutes with 400
 runs on 2 cores, spread over ``--jobs`` processes)::
@@ -54,6 +57,7 @@ from test_sequential import RETURN_MODELS  # the generators, defined once
 THRESHOLD = 0.8
 EPISODES, MAX_EPISODES = 10, 200
 RATIOS = (0.70, 0.75, 0.80, 0.85, 0.90)
+SUMMED_TARGET = 306  # the issue's: 0.6 of the 510 summed medians it measured for the old rule
 
 
 # --------------------------------------------------------------------------------------
@@ -132,6 +136,22 @@ def today_chunk(job: tuple[str, float, int, int, int, tuple[int, int]]) -> list[
     return out
 
 
+def summary(today: dict[tuple[str, float], np.ndarray], new: dict[tuple[str, float], np.ndarray],
+            precise: dict[tuple[str, float], float]) -> str:
+    """The one line the issue asks for: the summed medians over the reference set (both
+    models at true ratios 0.70 and 0.85) today and new, against the target, with the new
+    rule's worst false-fail (at 0.85) and power (at 0.70) on the ``--new-sims`` runs."""
+    reference = [(m, r) for m in RETURN_MODELS for r in (0.70, 0.85)]
+    sums = [sum(float(np.median(ways[cell][:, 0])) for cell in reference) for ways in (today, new)]
+    false_fail = max(precise[m, 0.85] for m in RETURN_MODELS)
+    power = min(precise[m, 0.70] for m in RETURN_MODELS)
+    met = sums[1] <= SUMMED_TARGET and false_fail <= 0.01 and power >= 0.95
+    return (f"summed median episodes (smooth, cartpole x 0.70, 0.85): today {sums[0]:.0f}, new "
+            f"{sums[1]:.0f} (target <= {SUMMED_TARGET}); new false-fail at 0.85 <= "
+            f"{false_fail:.2%} (target <= 1%), power at 0.70 >= {power:.2%} (target >= 95%): "
+            f"{'OK' if met else 'MISSED'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sims", type=int, default=400, help="runs per model and ratio (400)")
@@ -143,9 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)
     cells = [(m, r) for m in RETURN_MODELS for r in RATIOS]
-    print(f"threshold {THRESHOLD}, rounds of {EPISODES} up to {MAX_EPISODES} episodes, point "
-          f"verdict at the stop; {args.sims} runs per cell, seed {args.seed}; today's "
-          f"bootstrap {args.resamples} resamples, {args.jobs} processes")
+    print(f"threshold {THRESHOLD}, a first stage of {EPISODES} up to {MAX_EPISODES} episodes "
+          f"(today: rounds of {EPISODES}; new: its default rounds), point verdict at the stop; "
+          f"{args.sims} runs per cell, seed {args.seed}; today's bootstrap {args.resamples} "
+          f"resamples, {args.jobs} processes")
 
     t0 = time.perf_counter()
     chunk = max(1, math.ceil(args.sims / 8))
@@ -186,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"target {m:<9}: FAIL at 0.85 <= 1%: {ff:.2%} {'OK' if ff <= 0.01 else 'MISSED'}; "
               f"FAIL at 0.70 >= 95%: {power:.2%} {'OK' if power >= 0.95 else 'MISSED'}; "
               f"median new/today <= 0.60: {worst:.2f} {'OK' if worst <= 0.6 else 'MISSED'}")
+    print(summary(today, new, precise))
     print(f"time: today {t_today:.1f} s ({args.jobs} processes), new {t_new:.1f} s (one process)")
     return 0
 
