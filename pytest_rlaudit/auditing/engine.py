@@ -145,10 +145,9 @@ class Engine:
                threshold: float | None = None, strict: bool = False, mode: str = "point",
                target_ci_width: float | None = None, reference: float = 0.0) -> Sampled:
         """``scenario``'s paired episodes: the settings' ``episodes``, or with
-        ``max_episodes`` that many first, then adaptive rounds (half as many, at least 5)
-        until the verdict on ``threshold`` (``strict``: ratio > it) in ``mode`` is decided or
-        the interval is narrower than ``target_ci_width``
-        (:func:`~pytest_rlaudit.stats.adaptive_sample`)."""
+        ``max_episodes`` adaptive rounds of them until the verdict on ``threshold``
+        (``strict``: ratio > it) in ``mode`` is decided or the interval is narrower than
+        ``target_ci_width`` (:func:`~pytest_rlaudit.stats.adaptive_sample`)."""
         s = self.settings
         # the calibration's nominal episodes are the audit's own: run them once
         separate = self.shared or scenario.needs_spread

@@ -22,8 +22,8 @@ __all__ = ["look_bounds", "SPENDING_GAMMA"]
 # 0.8, rounds of 10 up to 200, mode "point"), the mean number of episodes is within 1.5%
 # of its minimum (at 3) for gamma 2 to 5; 5 spends more at the first looks, where clear
 # cases stop (a clearly failing smooth agent's median is then 20 episodes, not 30). With
-# rounds of 5 after a first stage of 10 (the default rounds since), the summed medians at
-# 0.70 and 0.85 over both models are 180, 175, 170 and 185 for gamma 3, 4, 5 and 8.
+# rounds of 5 after a first stage of 10, the summed medians at 0.70 and 0.85 over both
+# models are 180, 175, 170 and 185 for gamma 3, 4, 5 and 8: 5 stays.
 SPENDING_GAMMA = 5.0
 _GRID = 201  # Simpson nodes per look in the boundary recursion: 3 decimals of the bound
 

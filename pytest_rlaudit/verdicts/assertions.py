@@ -135,15 +135,14 @@ def assert_robust(
     ``mode``: ``"point"`` judges the ratio itself; ``"confident"`` passes only when the
     interval's low end meets the threshold (use it to *prove* robustness); ``"not_worse"``
     fails only when the interval's high end is below it (a CI gate that never fails on
-    noise). With ``max_episodes``, ``episodes`` are played first, then rounds of half as
-    many (at least 5, at most ``episodes``) until the verdict is decided, in point mode
-    settled to within what ``max_episodes`` could resolve, the interval is narrower than
-    ``target_ci_width``, or ``max_episodes`` is reached (a group-sequential design: see
-    :func:`pytest_rlaudit.stats.adaptive_sample` for the error control). ``workers`` and
-    ``backend`` say where episodes run, as in :func:`~pytest_rlaudit.audit` (never changing
-    a number); ``timeout`` bounds the whole check in seconds, as there
-    (:class:`~pytest_rlaudit.errors.RolloutTimeoutError`). Raises :class:`RobustnessError`
-    with the numbers, the seed to reproduce and the diagnosis.
+    noise). With ``max_episodes``, episodes are added in rounds of ``episodes`` until the
+    verdict is decided, in point mode settled to within what ``max_episodes`` could
+    resolve, the interval is narrower than ``target_ci_width``, or ``max_episodes`` is
+    reached (a group-sequential design: see :func:`pytest_rlaudit.stats.adaptive_sample`
+    for the error control). ``workers`` and ``backend`` say where episodes run, as in
+    :func:`~pytest_rlaudit.audit` (never changing a number); ``timeout`` bounds the whole
+    check in seconds, as there (:class:`~pytest_rlaudit.errors.RolloutTimeoutError`). Raises
+    :class:`RobustnessError` with the numbers, the seed to reproduce and the diagnosis.
     """
     __tracebackhide__ = True  # pytest shows the test's line, then this message
     if min_ratio is None and min_rating is None:

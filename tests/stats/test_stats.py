@@ -115,7 +115,7 @@ def _adaptive_false_pass(spend: bool, sims: int = 600) -> tuple[float, float]:
 
         if spend:
             out = adaptive_sample(more, episodes=10, max_episodes=40, threshold=0.8, seed=i,
-                                  n_resamples=999, round_size=10)  # the naive rule's looks
+                                  n_resamples=999)
             wrong += out.ci[0] >= 0.8
             used += len(out.nominal)
         else:  # naive peeking: a 95% interval at every look
@@ -148,12 +148,10 @@ def test_adaptive_sampling_stops_early_when_decided_and_on_a_width_target():
 
     out = adaptive_sample(more, episodes=10, max_episodes=50, threshold=0.8)
     assert (out.stopped, out.looks, len(out.nominal)) == ("decided", 1, 10)
-    # the first of 9 looks (10, 15, .. 50: rounds of half the first stage): its share of
-    # alpha under Lan-DeMets spending (HSD, gamma 5) is 0.05 (1 - e^-1) / (1 - e^-5) =
-    # 0.0318 (spending follows the information fraction 10/50, not the number of looks),
-    # so its interval's level is 1 - 0.0318
-    assert out.planned_looks == 9 and out.look_confidence == pytest.approx(0.9682, abs=1e-4)
-    assert out.look_confidence == pytest.approx(math.erf(look_bounds(range(10, 51, 5))[0]
+    # the first of 5 looks: its share of alpha under Lan-DeMets spending (HSD, gamma 5) is
+    # 0.05 (1 - e^-1) / (1 - e^-5) = 0.0318, so its interval's level is 1 - 0.0318
+    assert out.planned_looks == 5 and out.look_confidence == pytest.approx(0.9682, abs=1e-4)
+    assert out.look_confidence == pytest.approx(math.erf(look_bounds(range(10, 51, 10))[0]
                                                          / math.sqrt(2)))
     out = adaptive_sample(more, episodes=10, max_episodes=200, target_ci_width=0.02)
     assert out.stopped == "narrow" and out.ci[1] - out.ci[0] <= 0.02 and len(out.nominal) > 10
