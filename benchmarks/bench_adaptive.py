@@ -36,6 +36,7 @@ runs on 2 cores, spread over ``--jobs`` processes)::
     python benchmarks/bench_adaptive.py
     python benchmarks/bench_adaptive.py --sims 100 --resamples 999   # a rough look, ~30 s
     python benchmarks/bench_adaptive.py --round-size 5               # the new rule's rounds
+    python benchmarks/bench_adaptive.py --engine       # what rounds of 5 cost check_robust
 """
 
 from __future__ import annotations
@@ -155,6 +156,37 @@ def summary(today: dict[tuple[str, float], np.ndarray], new: dict[tuple[str, flo
             f"{'OK' if met else 'MISSED'}")
 
 
+def engine_times(scenarios: tuple[str, ...] = ("spike", "speed_5x"), repeats: int = 3) -> None:
+    """What smaller rounds cost a real audit: ``check_robust`` of a batched numpy CartPole
+    controller, a first stage of 10 up to 200 episodes, threshold 0.8, in the library's
+    rounds (of the first stage) and in rounds of 5 (``adaptive_sample`` given
+    ``round_size=5`` inside the engine, for this measurement only); the median of
+    ``repeats`` wall times, and the episodes."""
+    from functools import partial
+    from unittest import mock
+
+    from pytest_rlaudit import check_robust
+    from pytest_rlaudit.stats.sequential import adaptive_sample
+
+    def controller(obs: np.ndarray) -> np.ndarray:
+        return (np.asarray(obs) @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
+
+    print(f"\ncheck_robust on CartPole-v1, 10 up to 200 episodes, threshold 0.8 (median of "
+          f"{repeats} runs):")
+    for scenario in scenarios:
+        for rounds in (None, 5):
+            times = []
+            for _ in range(repeats):
+                with mock.patch("pytest_rlaudit.auditing.engine.adaptive_sample",
+                                partial(adaptive_sample, round_size=rounds)):
+                    t0 = time.perf_counter()
+                    check = check_robust(controller, "CartPole-v1", scenario, min_ratio=0.8,
+                                         episodes=10, max_episodes=200)
+                    times.append(time.perf_counter() - t0)
+            print(f"  {scenario:<9} rounds of {rounds or 10:>2}: {check.result.episodes:>3} "
+                  f"episodes, ratio {check.result.ratio:.3f}, {float(np.median(times)):.2f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sims", type=int, default=400, help="runs per model and ratio (400)")
@@ -164,10 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new-sims", type=int, default=20_000,
                     help="runs per cell for the new rule's precise FAIL rate (20000)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--engine", action="store_true",
+                    help="only time check_robust on CartPole in rounds of 10 and of 5")
     ap.add_argument("--round-size", type=int, default=None,
                     help="episodes per round of the new rule after the first stage (its "
                          "default: the first stage, 10)")
     args = ap.parse_args(argv)
+    if args.engine:
+        engine_times()
+        return 0
     cells = [(m, r) for m in RETURN_MODELS for r in RATIOS]
     print(f"threshold {THRESHOLD}, a first stage of {EPISODES} up to {MAX_EPISODES} episodes "
           f"(today: rounds of {EPISODES}; new: rounds of {args.round_size or EPISODES}), point "

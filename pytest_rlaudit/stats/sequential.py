@@ -1,9 +1,9 @@
 """Adaptive sampling: paired episodes in rounds until the verdict is decided.
 
 A group-sequential design on repeated confidence intervals (RCIs) of the return ratio:
-Lan-DeMets error spending with a Hwang-Shih-DeCani spending function. See
-:func:`adaptive_sample` for the method and its error guarantee; :func:`adaptive_decisions`
-applies the same rule to many simulated runs at once.
+Lan-DeMets error spending with a Hwang-Shih-DeCani spending function (its boundaries in
+:mod:`.spending`). See :func:`adaptive_sample` for the method and its error guarantee;
+:func:`adaptive_decisions` applies the same rule to many simulated runs at once.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def adaptive_sample(
 
     Measured with rounds of 10 up to 200, threshold 0.8, ``mode="point"``
     (``tests/stats/test_sequential.py``, ``benchmarks/bench_adaptive.py``): false-fail
-    0.5-0.7% at a true ratio of 0.85 and power 99.9% at 0.70, on smooth and CartPole-like
+    0.4-0.7% at a true ratio of 0.85 and power 99.9% at 0.70, on smooth and CartPole-like
     returns, with median episodes 20-30 at 0.70 and 50-80 at 0.85 (180 summed over the
     four), where the Bonferroni shares this replaced spent 40-50 and 140-180 (410 summed).
 
