@@ -233,7 +233,7 @@ def adaptive_sample(
 
     Rounds. Smaller rounds after the first stage (``round_size``) buy little: rounds of 5
     instead of 10 spend 0-6% fewer episodes on average on those returns (the summed medians
-    170 instead of 180, mostly the coarser look grid), while a run takes up to twice as
+    165-175 instead of 180, mostly the finer look grid), while a run takes up to twice as
     many rounds; an audit plays a round's episodes side by side, so when episodes are
     cheap, as on CartPole, its time follows the rounds, not the episodes. Hence the
     default. ``seed`` and ``n_resamples`` are kept for compatibility: the interval is

@@ -154,7 +154,7 @@ def test_reference_set_summed_medians():
     first stage of 10, a cap of 200): the summed median episodes at most 306 (60% of the 510
     the issue quotes for the established rule), at the same error rates (false-fail <= 1%,
     power >= 95%), with the default rounds (10) and with rounds of 5, which the docstring
-    of adaptive_sample weighs against them. 2,000 runs per cell (about 180 and 170 summed:
+    of adaptive_sample weighs against them. 2,000 runs per cell (about 180 and 165-175 summed:
     far enough below 306 that a median moving one look either way does not matter)."""
     summed = {None: 0.0, 5: 0.0}
     for model in RETURN_MODELS:
