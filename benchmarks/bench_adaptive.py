@@ -3,14 +3,15 @@
 What it measures. For each return model (``smooth`` and ``cartpole``, the paired generators
 defined once in ``tests/stats/test_sequential.py``) and true ratio (0.70, 0.75, 0.80, 0.85,
 0.90), ``--sims`` simulated runs are drawn, each of 200 paired episodes, and judged against
-threshold 0.8 with rounds of 10 episodes up to 200, two ways on the SAME runs:
+threshold 0.8 with a first stage of 10 episodes and a cap of 200, two ways on the SAME runs:
 
 1. ``today``: the rule this replaced, a faithful copy below (``bonferroni_adaptive_sample``,
-   the library's code before the change): at each of the K planned looks a paired BCa
-   bootstrap interval (``paired_ratio_ci``, 9,999 resamples) at confidence 1 - 0.05/K; stop
-   when it lies wholly on one side of 0.8.
-2. ``new``: ``pytest_rlaudit.stats.adaptive_sample`` with ``mode="point"`` (repeated
-   confidence intervals, Lan-DeMets spending; see its docstring), run through
+   the library's code before the change): rounds of 10; at each of the K = 20 planned looks
+   a paired BCa bootstrap interval (``paired_ratio_ci``, 9,999 resamples) at confidence
+   1 - 0.05/K; stop when it lies wholly on one side of 0.8.
+2. ``new``: ``pytest_rlaudit.stats.adaptive_sample`` with ``mode="point"`` and its default
+   rounds of 10 (or ``--round-size``; repeated confidence intervals, Lan-DeMets spending;
+   see its docstring), run through
    ``adaptive_decisions``, which applies the same rule to all runs at once
    (``tests/stats/test_sequential.py`` checks that both give identical results).
 
@@ -23,13 +24,19 @@ sqrt(p (1 - p) / N), so 0.5% is +-0.35% over 400 runs and +-0.05% over 20,000).
 
 Targets (the issue's): FAIL at most 1% at 0.85, at least 95% at 0.70 (judged on the
 ``--new-sims`` runs), and a median at most 0.6 of today's at 0.70 and 0.85 (same runs), on
-both models.
+both models. The summary line sums the medians over the reference set (both models at 0.70
+and 0.85) for each way, against the issue's target for the sum, 306 (0.6 of the 510 it
+quotes for the established rule), with the new rule's worst error rates there.
+``--round-size 5`` runs the new rule with rounds of 5 after the first stage (39 looks), the
+alternative ``adaptive_sample``'s docstring weighs.
 
 Run (from the repository root; the bootstrap makes ``today`` slow: about 4 minutes with 400
 runs on 2 cores, spread over ``--jobs`` processes)::
 
     python benchmarks/bench_adaptive.py
     python benchmarks/bench_adaptive.py --sims 100 --resamples 999   # a rough look, ~30 s
+    python benchmarks/bench_adaptive.py --round-size 5               # the new rule's rounds
+    python benchmarks/bench_adaptive.py --engine       # what rounds of 5 cost check_robust
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from test_sequential import RETURN_MODELS  # the generators, defined once
 THRESHOLD = 0.8
 EPISODES, MAX_EPISODES = 10, 200
 RATIOS = (0.70, 0.75, 0.80, 0.85, 0.90)
+SUMMED_TARGET = 306  # the issue's: 0.6 of the 510 summed medians it measured for the old rule
 
 
 # --------------------------------------------------------------------------------------
@@ -132,6 +140,53 @@ def today_chunk(job: tuple[str, float, int, int, int, tuple[int, int]]) -> list[
     return out
 
 
+def summary(today: dict[tuple[str, float], np.ndarray], new: dict[tuple[str, float], np.ndarray],
+            precise: dict[tuple[str, float], float]) -> str:
+    """The one line the issue asks for: the summed medians over the reference set (both
+    models at true ratios 0.70 and 0.85) today and new, against the target, with the new
+    rule's worst false-fail (at 0.85) and power (at 0.70) on the ``--new-sims`` runs."""
+    reference = [(m, r) for m in RETURN_MODELS for r in (0.70, 0.85)]
+    sums = [sum(float(np.median(ways[cell][:, 0])) for cell in reference) for ways in (today, new)]
+    false_fail = max(precise[m, 0.85] for m in RETURN_MODELS)
+    power = min(precise[m, 0.70] for m in RETURN_MODELS)
+    met = sums[1] <= SUMMED_TARGET and false_fail <= 0.01 and power >= 0.95
+    return (f"summed median episodes (smooth, cartpole x 0.70, 0.85): today (Bonferroni) "
+            f"{sums[0]:.0f}, new {sums[1]:.0f} (target <= {SUMMED_TARGET}); new false-fail at 0.85 <= "
+            f"{false_fail:.2%} (target <= 1%), power at 0.70 >= {power:.2%} (target >= 95%): "
+            f"{'OK' if met else 'MISSED'}")
+
+
+def engine_times(scenarios: tuple[str, ...] = ("spike", "speed_5x"), repeats: int = 3) -> None:
+    """What smaller rounds cost a real audit: ``check_robust`` of a batched numpy CartPole
+    controller, a first stage of 10 up to 200 episodes, threshold 0.8, in the library's
+    rounds (of the first stage) and in rounds of 5 (``adaptive_sample`` given
+    ``round_size=5`` inside the engine, for this measurement only); the median of
+    ``repeats`` wall times, and the episodes."""
+    from functools import partial
+    from unittest import mock
+
+    from pytest_rlaudit import check_robust
+    from pytest_rlaudit.stats.sequential import adaptive_sample
+
+    def controller(obs: np.ndarray) -> np.ndarray:
+        return (np.asarray(obs) @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
+
+    print(f"\ncheck_robust on CartPole-v1, 10 up to 200 episodes, threshold 0.8 (median of "
+          f"{repeats} runs):")
+    for scenario in scenarios:
+        for rounds in (None, 5):
+            times = []
+            for _ in range(repeats):
+                with mock.patch("pytest_rlaudit.auditing.engine.adaptive_sample",
+                                partial(adaptive_sample, round_size=rounds)):
+                    t0 = time.perf_counter()
+                    check = check_robust(controller, "CartPole-v1", scenario, min_ratio=0.8,
+                                         episodes=10, max_episodes=200)
+                    times.append(time.perf_counter() - t0)
+            print(f"  {scenario:<9} rounds of {rounds or 10:>2}: {check.result.episodes:>3} "
+                  f"episodes, ratio {check.result.ratio:.3f}, {float(np.median(times)):.2f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sims", type=int, default=400, help="runs per model and ratio (400)")
@@ -141,11 +196,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new-sims", type=int, default=20_000,
                     help="runs per cell for the new rule's precise FAIL rate (20000)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--engine", action="store_true",
+                    help="only time check_robust on CartPole in rounds of 10 and of 5")
+    ap.add_argument("--round-size", type=int, default=None,
+                    help="episodes per round of the new rule after the first stage (its "
+                         "default: the first stage, 10)")
     args = ap.parse_args(argv)
+    if args.engine:
+        engine_times()
+        return 0
     cells = [(m, r) for m in RETURN_MODELS for r in RATIOS]
-    print(f"threshold {THRESHOLD}, rounds of {EPISODES} up to {MAX_EPISODES} episodes, point "
-          f"verdict at the stop; {args.sims} runs per cell, seed {args.seed}; today's "
-          f"bootstrap {args.resamples} resamples, {args.jobs} processes")
+    print(f"threshold {THRESHOLD}, a first stage of {EPISODES} up to {MAX_EPISODES} episodes "
+          f"(today: rounds of {EPISODES}; new: rounds of {args.round_size or EPISODES}), point "
+          f"verdict at the stop; "
+          f"{args.sims} runs per cell, seed {args.seed}; today's bootstrap {args.resamples} "
+          f"resamples, {args.jobs} processes")
 
     t0 = time.perf_counter()
     chunk = max(1, math.ceil(args.sims / 8))
@@ -161,10 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     new, precise = {}, {}
     for m, r in cells:
         runs = adaptive_decisions(*draw(m, r, args.sims, args.seed), episodes=EPISODES,
-                                  threshold=THRESHOLD, mode="point")
+                                  threshold=THRESHOLD, mode="point", round_size=args.round_size)
         new[m, r] = np.stack([runs.episodes, runs.ratio < THRESHOLD], axis=1)
         many = adaptive_decisions(*draw(m, r, args.new_sims, args.seed + 1), episodes=EPISODES,
-                                  threshold=THRESHOLD, mode="point")
+                                  threshold=THRESHOLD, mode="point", round_size=args.round_size)
         precise[m, r] = float((many.ratio < THRESHOLD).mean())
     t_new = time.perf_counter() - t0
 
@@ -186,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"target {m:<9}: FAIL at 0.85 <= 1%: {ff:.2%} {'OK' if ff <= 0.01 else 'MISSED'}; "
               f"FAIL at 0.70 >= 95%: {power:.2%} {'OK' if power >= 0.95 else 'MISSED'}; "
               f"median new/today <= 0.60: {worst:.2f} {'OK' if worst <= 0.6 else 'MISSED'}")
+    print(summary(today, new, precise))
     print(f"time: today {t_today:.1f} s ({args.jobs} processes), new {t_new:.1f} s (one process)")
     return 0
 

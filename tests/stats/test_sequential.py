@@ -149,6 +149,48 @@ def test_point_verdict_targets(model):
         assert median <= 0.6 * TODAY_MEDIAN[model, r]
 
 
+def test_reference_set_summed_medians():
+    """The issue's reference set (both models at true ratios 0.70 and 0.85, threshold 0.8, a
+    first stage of 10, a cap of 200): the summed median episodes at most 306 (60% of the 510
+    the issue quotes for the established rule), at the same error rates (false-fail <= 1%,
+    power >= 95%), with the default rounds (10) and with rounds of 5, which the docstring
+    of adaptive_sample weighs against them. 2,000 runs per cell (about 180 and 165-175 summed:
+    far enough below 306 that a median moving one look either way does not matter)."""
+    summed = {None: 0.0, 5: 0.0}
+    for model in RETURN_MODELS:
+        for ratio in (0.70, 0.85):
+            for rounds in summed:
+                runs = simulate(model, ratio, 2000, 6, round_size=rounds)
+                summed[rounds] += float(np.median(runs.episodes))
+                fails = float((runs.ratio < THRESHOLD).mean())
+                assert fails >= 0.95 if ratio < THRESHOLD else fails <= 0.01
+    print(f"\nsummed medians: rounds of 10 (default) {summed[None]:.0f}, of 5 {summed[5]:.0f}")
+    assert summed[None] <= 306 and summed[5] <= 306
+
+
+def test_rounds_and_determinism():
+    """Rounds default to the first stage; an explicit round_size is kept (and one below 1
+    refused); the same episodes give the same decisions, run after run (the rule has no
+    randomness of its own: seed and n_resamples are unused)."""
+    rng = np.random.default_rng(7)
+    nominal, perturbed = smooth(rng, 50, MAX_EPISODES, 0.8)
+    planned = {None: 20, 10: 20, 5: 39, 40: 6}
+    for rounds, looks in planned.items():
+        first = adaptive_decisions(nominal, perturbed, episodes=10, threshold=THRESHOLD,
+                                   mode="point", round_size=rounds)
+        again = adaptive_decisions(nominal.copy(), perturbed.copy(), episodes=10,
+                                   threshold=THRESHOLD, mode="point", round_size=rounds)
+        assert np.array_equal(first.episodes, again.episodes)
+        assert np.array_equal(first.ci, again.ci) and np.array_equal(first.ratio, again.ratio)
+        assert set(first.episodes) <= {*range(10, MAX_EPISODES, rounds or 10), MAX_EPISODES}
+        out = adaptive_sample(lambda a, b: (nominal[0, a:b], perturbed[0, a:b]), episodes=10,
+                              max_episodes=MAX_EPISODES, threshold=THRESHOLD, mode="point",
+                              round_size=rounds, seed=123, n_resamples=99)
+        assert out.planned_looks == looks and len(out.nominal) == first.episodes[0]
+    with pytest.raises(ValueError, match="round_size"):
+        adaptive_decisions(nominal, perturbed, episodes=10, threshold=THRESHOLD, round_size=0)
+
+
 @pytest.mark.parametrize("model", RETURN_MODELS)
 def test_decided_stops_keep_their_one_sided_error_at_the_threshold(model):
     """An agent exactly at the threshold: a "decided" stop (the interval wholly on one side,
