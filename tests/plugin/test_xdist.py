@@ -128,11 +128,16 @@ def test_marked_audits_and_xfails_report_the_same_everywhere(project, tmp_path):
 
 def test_zero_config_items_run_and_fail_readably_everywhere(pytester, xdist_args):
     pytester.makepyfile(xdist_agents=AGENTS)
-    # In a subprocess, as a user runs it: `python -m pytest` puts the working directory,
-    # and so the agents module, on the path of the controller and of every worker.
-    result = pytester.runpytest_subprocess(
-        "--rl-audit", "--rl-agent", "xdist_agents:fragile", "--rl-env", "CartPole-v1",
-        "--rl-episodes", "4", *xdist_args)
+    args = ("--rl-audit", "--rl-agent", "xdist_agents:fragile", "--rl-env", "CartPole-v1",
+            "--rl-episodes", "4", *xdist_args)
+    if "-n" in xdist_args and xdist_args[xdist_args.index("-n") + 1] != "0":
+        # In a subprocess, as a user runs it: `python -m pytest` puts the working
+        # directory, and so the agents module, on the path of the controller and of
+        # every worker.
+        result = pytester.runpytest_subprocess(*args)
+    else:  # one process runs the items: in-process, the directory on its path as there
+        pytester.syspathinsert()
+        result = pytester.runpytest(*args)
     result.assert_outcomes(failed=2, passed=3)  # jitter and spike; speed_5x is not gated
     assert len([r for r in _section(result.stdout.str()) if "CartPole-v1  " in r]) == 5
     result.stdout.fnmatch_lines([
