@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from cartpole_agents import source
@@ -34,6 +36,38 @@ def _end_rerunfailures_busy_loop() -> None:
 
 
 _end_rerunfailures_busy_loop()
+
+
+def _memoize_hypothesis_local_constants() -> None:
+    """hypothesis 6.131 (the lowest this project admits) collects the constants of every
+    local module in sys.modules for every example it draws, walking the syntax tree of
+    each (the pytest_rlaudit package, and more of it mid-suite) every time: some 35 ms an
+    example once the package is imported. Newer versions (6.170) only read modules they
+    have not seen. The same here: the constants of one set of module objects are computed
+    once (hypothesis caches their trees by module object, so they cannot differ)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return
+    if not hasattr(providers, "_local_constants_hash"):  # newer: already incremental
+        return
+    computed: dict[tuple[int, ...], object] = {}
+    local_constants = providers.local_constants
+
+    def memoized():
+        # every module object (kept below, so that no id is reused): a cheap key, where
+        # listing the local ones walks sys.modules asking each for its file
+        modules = tuple(sys.modules.values())
+        key = tuple(map(id, modules))
+        if key not in computed:
+            computed.clear()
+            computed[key] = (modules, local_constants())
+        return computed[key][1]
+
+    providers.local_constants = memoized
+
+
+_memoize_hypothesis_local_constants()
 
 
 def balance(obs: np.ndarray) -> np.ndarray:

@@ -62,7 +62,7 @@ def test_the_95_interval_covers_the_true_ratio_93_to_97_percent_of_the_time(gene
     assert 0.93 <= coverage <= 0.97
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _simulated(true_ratio: float, sims: int, intervals: bool) -> tuple[tuple, ...]:
     """``sims`` simulated audits at ``true_ratio``: (point, interval) each, the interval
     ``None`` without ``intervals``. The same data for every mode (the seed is the ratio's),
