@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import getpass
+import os
 import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,6 +82,22 @@ def balance(obs: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="session")
 def controller():
     return balance
+
+
+#: Where the processes the tests start (pytester subprocesses, xdist workers, ``python
+#: -m pytest`` runs) keep their bytecode when the environment says not to write it beside
+#: the sources (PYTHONDONTWRITEBYTECODE, as many container images set): otherwise each of
+#: them compiles the package afresh and pytest rewrites the assertions of every module of
+#: its plugins' distributions (all of hypothesis) again, about 40% of an ``-n 2`` run's
+#: CPU time here. Outside the sources, in the temporary directory, kept across runs.
+PYCACHE = Path(tempfile.gettempdir()) / f"pytest-rlaudit-pycache-{getpass.getuser()}"
+
+
+@pytest.fixture(autouse=True)
+def _child_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+        monkeypatch.delenv("PYTHONDONTWRITEBYTECODE")
+        monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(PYCACHE))
 
 
 @pytest.fixture(autouse=True)
