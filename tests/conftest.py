@@ -1,5 +1,11 @@
 from __future__ import annotations
 
+import getpass
+import os
+import sys
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 from cartpole_agents import source
@@ -36,6 +42,38 @@ def _end_rerunfailures_busy_loop() -> None:
 _end_rerunfailures_busy_loop()
 
 
+def _memoize_hypothesis_local_constants() -> None:
+    """hypothesis 6.131 (the lowest this project admits) collects the constants of every
+    local module in sys.modules for every example it draws, walking the syntax tree of
+    each (the pytest_rlaudit package, and more of it mid-suite) every time: some 35 ms an
+    example once the package is imported. Newer versions (6.170) only read modules they
+    have not seen. The same here: the constants of one set of module objects are computed
+    once (hypothesis caches their trees by module object, so they cannot differ)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return
+    if not hasattr(providers, "_local_constants_hash"):  # newer: already incremental
+        return
+    computed: dict[tuple[int, ...], object] = {}
+    local_constants = providers.local_constants
+
+    def memoized():
+        # every module object (kept below, so that no id is reused): a cheap key, where
+        # listing the local ones walks sys.modules asking each for its file
+        modules = tuple(sys.modules.values())
+        key = tuple(map(id, modules))
+        if key not in computed:
+            computed.clear()
+            computed[key] = (modules, local_constants())
+        return computed[key][1]
+
+    providers.local_constants = memoized
+
+
+_memoize_hypothesis_local_constants()
+
+
 def balance(obs: np.ndarray) -> np.ndarray:
     """A good batched CartPole controller (the example agent's weights)."""
     return (np.asarray(obs) @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
@@ -44,6 +82,25 @@ def balance(obs: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="session")
 def controller():
     return balance
+
+
+def _children_keep_bytecode() -> None:
+    """Where the environment says not to write bytecode beside the sources
+    (PYTHONDONTWRITEBYTECODE, as here and in many container images), the processes this
+    suite starts (xdist's workers, which this runs before they start, pytester
+    subprocesses and their workers, ``python -m pytest`` runs) keep it in the temporary
+    directory instead, across runs (PYTHONPYCACHEPREFIX). Otherwise each of them compiles
+    the package afresh and pytest rewrites the assertions of every module of its plugins'
+    distributions (all of hypothesis) again: about 40% of an ``-n 2`` pytester run's CPU
+    time, and 3 of the 7.5 CPU seconds of collecting the suite. This process is not
+    affected (Python reads both at start), nor is a run where the variable is unset."""
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+        os.environ["PYTHONPYCACHEPREFIX"] = str(
+            Path(tempfile.gettempdir()) / f"pytest-rlaudit-pycache-{getpass.getuser()}")
+
+
+_children_keep_bytecode()
 
 
 @pytest.fixture(autouse=True)

@@ -261,11 +261,12 @@ def test_xdist_saves_the_same_results_as_one_process(tester, tmp_path):
     tester.makepyfile(test_marked_xdist=MARKED)
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     tester.runpytest("--rl-audit", f"--rl-save={one}").assert_outcomes(passed=3)
-    tester.runpytest("--rl-audit", f"--rl-save={two}", "-n", "2").assert_outcomes(passed=3)
+    # one xdist run (its workers are the costly part) saves and compares at once
+    compared = tester.runpytest("--rl-audit", f"--rl-save={two}", f"--rl-compare={one}", "-n",
+                                "2", "--rl-compare-fail", "return:5%")
+    compared.assert_outcomes(passed=3)
     a, b = json.loads(one.read_text()), json.loads(two.read_text())
     assert a["results"] == b["results"] and a["complete"] and b["complete"]
-    compared = tester.runpytest("--rl-audit", f"--rl-compare={one}", "-n", "2",
-                                "--rl-compare-fail", "return:5%")
     # 6 episodes over 4 mean-return rows: no drop could be significant, so never SHIP
     compared.stdout.fnmatch_lines(["7 of 7 comparisons show no significant change",
                                    "INCONCLUSIVE: return:5% could not fail: * use at least 7 "

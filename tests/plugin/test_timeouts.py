@@ -76,15 +76,31 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+def start(cwd: Path, *args: str, hang_in: str = "") -> subprocess.Popen:
+    """``python -m pytest`` in ``cwd``, as CI runs it: its output read through pipes,
+    which a process left behind would hold open (so a leak hangs :func:`finish`, bounded)."""
+    return subprocess.Popen([sys.executable, "-m", "pytest", *BASE, *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "HANG_IN": hang_in})
+
+
+def finish(process: subprocess.Popen, began: float) -> tuple[subprocess.CompletedProcess, float]:
+    """The run's output once it ends (60 s from ``began`` at most), and how long it took."""
+    try:
+        out, err = process.communicate(timeout=max(1.0, 60 - (time.monotonic() - began)))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return (subprocess.CompletedProcess(process.args, process.returncode, out, err),
+            time.monotonic() - began)
+
+
 def run(project: pytest.Pytester, *args: str, hang_in: str = "") -> tuple[subprocess.CompletedProcess,
                                                                            float]:
-    """``python -m pytest`` in the project, as CI runs it: its output read through pipes,
-    which a process left behind would hold open (so a leak hangs here, bounded)."""
+    """One run of :func:`start` in the project, to its end."""
     began = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "pytest", *BASE, *args], cwd=project.path,
-                         capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "HANG_IN": hang_in})
-    return out, time.monotonic() - began
+    return finish(start(project.path, *args, hang_in=hang_in), began)
 
 
 def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends_under_xdist(project):
@@ -109,27 +125,36 @@ def test_the_ini_key_bounds_an_audit_in_process(project, monkeypatch):
         "env's step at scenario '*', episode 2 (env seed 2), agent step 3*"])
 
 
-@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
-def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project, xdist):
+def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project):
     pytest.importorskip("pytest_timeout")
+    # Without xdist and under -n 2, in two directories at once: each run mostly waits for
+    # its timeout, so side by side they take the time of one.
     # 10 s: the worker processes must have started (and written children.txt) before
     # pytest-timeout fires, also on a loaded machine (at 3 s, a CI run at lowest versions
     # under load timed out while the audit was still importing)
-    out, took = run(project, "--rl-workers", "2", "--timeout", "10", "--timeout-method", "thread",
-                    *xdist, hang_in="rlaudit-shard")
-    assert took < 60
-    assert out.returncode != 0
-    # pytest-timeout ended pytest, or the xdist worker (which the controller reports)
-    assert ("crashed while running" if xdist else "Timeout") in out.stdout + out.stderr
-    children = {int(pid) for pid in (project.path / "children.txt").read_text().split()}
-    assert children
-    began = time.monotonic()  # killed with pytest: dead within moments (5 s at most)
-    while any(_alive(pid) for pid in children) and time.monotonic() - began < 5:
-        time.sleep(0.05)
-    left = [pid for pid in children if _alive(pid)]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert left == [], f"worker processes outlived pytest: {left}"
+    runs = {}
+    began = time.monotonic()
+    for name, xdist in {"no-xdist": (), "n2": ("-n", "2")}.items():
+        where = project.mkdir(name)
+        (where / "test_hang.py").write_text((project.path / "test_hang.py").read_text())
+        runs[name] = (where, xdist, start(where, "--rl-workers", "2", "--timeout", "10",
+                                          "--timeout-method", "thread", *xdist,
+                                          hang_in="rlaudit-shard"))
+    for name, (where, xdist, process) in runs.items():
+        out, took = finish(process, began)
+        assert took < 60, name
+        assert out.returncode != 0, name
+        # pytest-timeout ended pytest, or the xdist worker (which the controller reports)
+        assert ("crashed while running" if xdist else "Timeout") in out.stdout + out.stderr, name
+        children = {int(pid) for pid in (where / "children.txt").read_text().split()}
+        assert children, name
+        waited = time.monotonic()  # killed with pytest: dead within moments (5 s at most)
+        while any(_alive(pid) for pid in children) and time.monotonic() - waited < 5:
+            time.sleep(0.05)
+        left = [pid for pid in children if _alive(pid)]
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert left == [], f"{name}: worker processes outlived pytest: {left}"
 
 
 def test_pytest_timeouts_signal_method_still_fires_first_beside_rl_timeout(project):

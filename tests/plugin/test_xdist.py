@@ -48,6 +48,18 @@ def test_plain():
     pass
 """
 
+XFAIL = """
+import pytest
+import xdist_agents as agents
+
+@pytest.mark.rl_scenario("spike", "delay")
+@pytest.mark.rl_threshold(min_ratio=0.9)
+@pytest.mark.rl_episodes(5)
+@pytest.mark.xfail(strict=True, reason="the fragile agent falls over in a spike")
+def test_spike(rl_audit):
+    rl_audit(agent=agents.fragile, env="CartPole-v1")
+"""
+
 MODES = {"no-xdist": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}
 
 
@@ -70,39 +82,62 @@ def _section(stdout: str) -> list[str]:
     return lines[start + 1:end]
 
 
-def test_marked_audits_report_the_same_everywhere(project, xdist_args, tmp_path):
-    xml = tmp_path / "junit.xml"
-    report = tmp_path / "report"
-    result = project.runpytest("--rl-audit", *xdist_args, f"--junitxml={xml}",
-                               f"--rl-report={report}")
-    result.assert_outcomes(passed=5, failed=2)  # fragile fails jitter and spike
-    rows = _section(result.stdout.str())
-    assert len([r for r in rows if "CartPole-v1" in r and not r.startswith((
-        "fragile on", "robust on", "  train under"))]) == 6
-    assert any(r.startswith("fragile on CartPole-v1:") and "deployment" in r for r in rows)
-    assert '  train under what broke it: ScenarioMix(gym.make("CartPole-v1"), ["nominal", ' \
-        '"jitter", "spike"])' in rows
-    result.stdout.fnmatch_lines(["*RobustnessError: DEGRADED under jitter*", "*likely cause:*"])
-    suite = ET.parse(xml).getroot().find("testsuite")
-    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
-    assert props["rl.deployment[fragile@CartPole-v1]"] == "DEGRADED"  # spike, 0.502
-    cases = [c for c in suite.iter("testcase") if c.find("properties") is not None]
-    assert len(cases) == 6
-    for case in cases:
-        names = [p.get("name") for p in case.find("properties")]
-        assert names[:2] == ["rl.scenario", "rl.ratio"] and "rl.diagnosis" in names
-    doc = json.loads((report / "summary.json").read_text())
-    assert [r["scenario"] for r in doc["results"]] == [
-        "jitter", "delay", "spike", "obs_noise", "jitter", "spike"]  # collection order
+def test_marked_audits_and_xfails_report_the_same_everywhere(project, tmp_path):
+    # One run per mode of both files (the marked audits and the strict xfail): the same
+    # outcomes, table, JUnit properties and summary.json, byte for byte, without xdist,
+    # at -n 0 and at -n 3 (3 workers for 9 tests: an uneven deal).
+    project.makepyfile(test_xdist_xfail=XFAIL)
+    docs, tables = {}, {}
+    for mode, args in {"no-xdist": [], "n0": ["-n", "0"], "n3": ["-n", "3"]}.items():
+        xml = tmp_path / f"{mode}.xml"
+        report = tmp_path / mode
+        result = project.runpytest("--rl-audit", "-v", "-p", "no:benchmark", *args,
+                                   f"--junitxml={xml}", f"--rl-report={report}")
+        # fragile fails jitter and spike; the xfail's delay passes: strict xfail turns it red
+        result.assert_outcomes(passed=5, failed=3, xfailed=1)
+        rows = _section(result.stdout.str())
+        tables[mode] = rows
+        assert len([r for r in rows if "CartPole-v1" in r and not r.startswith((
+            "fragile on", "robust on", "  train under"))]) == 8, mode
+        assert any(r.startswith("fragile on CartPole-v1:") and "deployment" in r for r in rows)
+        assert '  train under what broke it: ScenarioMix(gym.make("CartPole-v1"), ["nominal", ' \
+            '"jitter", "spike"])' in rows
+        result.stdout.fnmatch_lines(["*RobustnessError: DEGRADED under jitter*",
+                                     "*likely cause:*"])
+        result.stdout.fnmatch_lines(["*rl audit: fragile / spike: ratio * DEGRADED*"])
+        suite = ET.parse(xml).getroot().find("testsuite")
+        props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+        assert props["rl.deployment[fragile@CartPole-v1]"] == "DEGRADED"  # spike, 0.502
+        cases = [c for c in suite.iter("testcase") if c.find("properties") is not None]
+        assert len(cases) == 8, mode
+        for case in cases:
+            names = [p.get("name") for p in case.find("properties")]
+            assert names[:2] == ["rl.scenario", "rl.ratio"] and "rl.diagnosis" in names
+        docs[mode] = (report / "summary.json").read_text()
+        doc = json.loads(docs[mode])
+        marked = [r for r in doc["results"] if "test_xdist_audit" in r["nodeid"]]
+        assert [r["scenario"] for r in marked] == [
+            "jitter", "delay", "spike", "obs_noise", "jitter", "spike"]  # collection order
+        outcomes = {r["scenario"]: (r["outcome"], r["passed"]) for r in doc["results"]
+                    if "test_xdist_xfail" in r["nodeid"]}
+        assert outcomes == {"spike": ("xfailed", False), "delay": ("failed", True)}
+    # byte for byte: no timing field in the summary
+    assert docs["no-xdist"] == docs["n0"] == docs["n3"]
+    assert tables["no-xdist"] == tables["n0"] == tables["n3"]
 
 
 def test_zero_config_items_run_and_fail_readably_everywhere(pytester, xdist_args):
     pytester.makepyfile(xdist_agents=AGENTS)
-    # In a subprocess, as a user runs it: `python -m pytest` puts the working directory,
-    # and so the agents module, on the path of the controller and of every worker.
-    result = pytester.runpytest_subprocess(
-        "--rl-audit", "--rl-agent", "xdist_agents:fragile", "--rl-env", "CartPole-v1",
-        "--rl-episodes", "4", *xdist_args)
+    args = ("--rl-audit", "--rl-agent", "xdist_agents:fragile", "--rl-env", "CartPole-v1",
+            "--rl-episodes", "4", *xdist_args)
+    if "-n" in xdist_args and xdist_args[xdist_args.index("-n") + 1] != "0":
+        # In a subprocess, as a user runs it: `python -m pytest` puts the working
+        # directory, and so the agents module, on the path of the controller and of
+        # every worker.
+        result = pytester.runpytest_subprocess(*args)
+    else:  # one process runs the items: in-process, the directory on its path as there
+        pytester.syspathinsert()
+        result = pytester.runpytest(*args)
     result.assert_outcomes(failed=2, passed=3)  # jitter and spike; speed_5x is not gated
     assert len([r for r in _section(result.stdout.str()) if "CartPole-v1  " in r]) == 5
     result.stdout.fnmatch_lines([
@@ -116,19 +151,6 @@ def test_audits_are_skipped_without_the_flag_everywhere(project, xdist_args):
     result = project.runpytest("-rs", *xdist_args)
     result.assert_outcomes(passed=1, skipped=6)
     result.stdout.fnmatch_lines(["*--rl-audit*"])
-
-
-def test_summary_and_table_are_identical_for_n_0_and_3(project, tmp_path):
-    docs, tables = [], []
-    for n in ("0", "3"):  # 3 workers for 7 tests: an uneven deal
-        out = tmp_path / f"n{n}"
-        result = project.runpytest("--rl-audit", "-p", "no:benchmark", "-n", n,
-                                   f"--rl-report={out}")
-        result.assert_outcomes(passed=5, failed=2)
-        docs.append((out / "summary.json").read_text())
-        tables.append(_section(result.stdout.str()))
-    assert docs[0] == docs[1]  # byte for byte: no timing field in the summary
-    assert tables[0] == tables[1]
 
 
 def test_the_plugin_works_with_xdist_disabled(project):
@@ -179,28 +201,3 @@ def test_x(rl_audit):
     doc = json.loads((report / "summary.json").read_text())
     assert doc["lost"] == [{"nodeid": "test_crash.py::test_x[crash]", "scenario": "crash"}]
     assert sorted(r["scenario"] for r in doc["results"]) == ["delay", "jitter", "spike"]
-
-
-XFAIL = """
-import pytest
-import xdist_agents as agents
-
-@pytest.mark.rl_scenario("spike", "delay")
-@pytest.mark.rl_threshold(min_ratio=0.9)
-@pytest.mark.rl_episodes(5)
-@pytest.mark.xfail(strict=True, reason="the fragile agent falls over in a spike")
-def test_spike(rl_audit):
-    rl_audit(agent=agents.fragile, env="CartPole-v1")
-"""
-
-
-def test_xfail_outcomes_and_progress_lines_everywhere(pytester, xdist_args, tmp_path):
-    pytester.makepyfile(xdist_agents=AGENTS, test_xdist_xfail=XFAIL)
-    pytester.syspathinsert()
-    report = tmp_path / "report"
-    result = pytester.runpytest("--rl-audit", "-v", f"--rl-report={report}", *xdist_args)
-    result.assert_outcomes(xfailed=1, failed=1)  # delay passes: strict xfail turns it red
-    result.stdout.fnmatch_lines(["*rl audit: fragile / spike: ratio * DEGRADED*"])
-    doc = json.loads((report / "summary.json").read_text())
-    outcomes = {r["scenario"]: (r["outcome"], r["passed"]) for r in doc["results"]}
-    assert outcomes == {"spike": ("xfailed", False), "delay": ("failed", True)}
