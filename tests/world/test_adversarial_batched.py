@@ -26,6 +26,7 @@ from stable_baselines3 import SAC
 from torch import nn
 
 from pytest_rlaudit import audit, scenarios
+from pytest_rlaudit.errors import RolloutCapWarning
 from pytest_rlaudit.perturbations import AdversarialObservation
 from pytest_rlaudit.rollout.runner import run_episodes
 from pytest_rlaudit.world.agents import TorchPolicy, as_policy
@@ -67,11 +68,14 @@ def _attack(epsilon: float, name: str = "adversarial_obs", **params) -> Scenario
                     {**base.params, "epsilon": epsilon, "scale": "absolute", **params})
 
 
-def _run(policy, env_id: str, chosen, episodes, *, batch_size=None, workers=None):
+def _run(policy, env_id: str, chosen, episodes, *, batch_size=None, workers=None,
+         max_steps=10_000):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # every env the runner makes is attached: none warns
+        warnings.filterwarnings("ignore", category=RolloutCapWarning)  # max_steps= cuts
         return run_episodes(policy, env_spec(env_id), chosen, episodes, seed=3,
-                            batch_size=batch_size, record=True, workers=workers)
+                            batch_size=batch_size, record=True, workers=workers,
+                            max_steps=max_steps)
 
 
 # --------------------------------------------------------------------------------------
@@ -122,7 +126,7 @@ PINNED_RUNS = {  # (agent, env, epsilon): returns of episodes 0..n-1 at seed 3, 
 
 # Every pin at the default batch size, and one row at a time where episodes are short
 # (the 500-step CartPole episodes of ppo-0.05 one row at a time are the slowest test of the
-# file; test_a_discrete_row_that_flipped_... runs one of them at batch size 1).
+# file; test_a_discrete_row_that_flipped_... runs the first steps of two at batch size 1).
 @pytest.mark.parametrize(("key", "batch_size"),
                          [(key, size) for key in PINNED_RUNS for size in (1, None)
                           if size is None or key[2] != 0.05],
@@ -151,9 +155,10 @@ def test_attacks_of_several_sizes_in_one_pool_are_each_the_attack_alone():
     policy = _agent("sac")
     chosen = [_attack(0.2, "wide"), _attack(0.05, "narrow", steps=3),
               _attack(0.2, "noise", steps=0)]
-    together = _run(policy, PENDULUM, chosen, 3, batch_size=9)
+    # 60 of Pendulum's 200 steps: every row attacked at every step all the same
+    together = _run(policy, PENDULUM, chosen, 3, batch_size=9, max_steps=60)
     for scenario in chosen:
-        alone = _run(policy, PENDULUM, [scenario], 3, batch_size=1)[scenario.name]
+        alone = _run(policy, PENDULUM, [scenario], 3, batch_size=1, max_steps=60)[scenario.name]
         assert together[scenario.name].returns.tolist() == alone.returns.tolist(), scenario.name
         assert _digest(together[scenario.name]) == _digest(alone), scenario.name
 
@@ -163,9 +168,11 @@ def test_a_discrete_row_that_flipped_stops_while_the_others_go_on():
     # batched loop runs both kinds side by side. Every row equals its own attack.
     policy = _agent("ppo")
     chosen = [_attack(0.05)]
-    many = _run(policy, CARTPOLE, chosen, 4, batch_size=4)["adversarial_obs"]
-    for episode in (3,):  # a row that shared its batch with three others
-        one = _run(policy, CARTPOLE, chosen, [episode], batch_size=1)["adversarial_obs"]
+    # the first 100 of each episode's 500 steps: rows flip, or not, at every step
+    many = _run(policy, CARTPOLE, chosen, 4, batch_size=4, max_steps=100)["adversarial_obs"]
+    for episode in (0, 3):  # rows that shared their batch with three others
+        one = _run(policy, CARTPOLE, chosen, [episode], batch_size=1,
+                   max_steps=100)["adversarial_obs"]
         assert np.array_equal(one.observations[0], many.observations[episode])
 
 
@@ -178,8 +185,8 @@ def test_an_attack_below_another_wrapper_attacks_in_its_own_step_with_the_same_r
     policy = _agent("sac")
     outer = _attack(0.2)
     inner = Scenario("adversarial_obs", "stress", below, dict(outer.params))
-    batched = _run(policy, PENDULUM, [outer], 3, batch_size=3)["adversarial_obs"]
-    alone = _run(policy, PENDULUM, [inner], 3, batch_size=3)["adversarial_obs"]
+    batched = _run(policy, PENDULUM, [outer], 3, batch_size=3, max_steps=60)["adversarial_obs"]
+    alone = _run(policy, PENDULUM, [inner], 3, batch_size=3, max_steps=60)["adversarial_obs"]
     assert batched.returns.tolist() == alone.returns.tolist()
     assert _digest(batched) == _digest(alone)
 
