@@ -85,18 +85,41 @@ def test_the_default_suite_with_a_numpy_policy_gives_the_local_numbers():
     assert timing.startup >= 0 and timing.run > 0
 
 
+# The two SB3 tests come before the ones that kill or release actors: the second finds
+# the actors into which the first imported torch and SB3 (some seconds of CPU each).
+def test_an_sb3_ppo_model_gives_the_local_numbers():
+    local, remote = both(as_policy(str(PPO)), CARTPOLE, scenarios.resolve(["nominal", "delay"]),
+                         range(3))
+    assert_identical(local, remote)
+
+
+def test_every_executor_reports_the_audit_of_one_process():
+    """One process, forked shards (workers=2, 3), env workers (a policy kept in one
+    process) and Ray actors: the same record, number for number, for a trained SB3 agent."""
+    from pytest_rlaudit import audit
+
+    kwargs = dict(scenarios=["jitter", "obs_noise", "spike"], episodes=5, reference="random")
+
+    def record(pinned=False, **where):
+        policy = as_policy(str(PPO))
+        policy.shards_freely = not pinned
+        out = audit(policy, "CartPole-v1", **kwargs, **where).to_dict()
+        out.pop("seconds", None)
+        return out
+
+    local = record()
+    assert len(set(local["scenarios"]["spike"]["returns"])) > 1  # episodes that differ
+    for where in ({"workers": 2}, {"workers": 3}, {"workers": 2, "pinned": True},
+                  {"backend": "ray", "workers": 2}):
+        assert record(**where) == local, where
+
+
 def test_a_lambda_env_factory_travels_to_the_actors_and_record_can_name_scenarios():
     env = AuditEnv("cartpole (lambda)", lambda: gym.make("CartPole-v1"))
     local, remote = both(balance(), env, scenarios.resolve(["nominal", "jitter", "spike"]), range(3),
                          record={"jitter"})
     assert_identical(local, remote)
     assert remote["nominal"].observations == ((), (), ())
-
-
-def test_an_sb3_ppo_model_gives_the_local_numbers():
-    local, remote = both(as_policy(str(PPO)), CARTPOLE, scenarios.resolve(["nominal", "delay"]),
-                         range(3))
-    assert_identical(local, remote)
 
 
 def test_explicit_non_contiguous_indices_keep_their_order_and_seeds():
@@ -247,27 +270,6 @@ def test_importing_the_backend_does_not_import_ray():
     code = "import sys, pytest_rlaudit.rollout.ray_pool; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-
-
-def test_every_executor_reports_the_audit_of_one_process():
-    """One process, forked shards (workers=2, 3), env workers (a policy kept in one
-    process) and Ray actors: the same record, number for number, for a trained SB3 agent."""
-    from pytest_rlaudit import audit
-
-    kwargs = dict(scenarios=["jitter", "obs_noise", "spike"], episodes=5, reference="random")
-
-    def record(pinned=False, **where):
-        policy = as_policy(str(PPO))
-        policy.shards_freely = not pinned
-        out = audit(policy, "CartPole-v1", **kwargs, **where).to_dict()
-        out.pop("seconds", None)
-        return out
-
-    local = record()
-    assert len(set(local["scenarios"]["spike"]["returns"])) > 1  # episodes that differ
-    for where in ({"workers": 2}, {"workers": 3}, {"workers": 2, "pinned": True},
-                  {"backend": "ray", "workers": 2}):
-        assert record(**where) == local, where
 
 
 def test_check_robust_on_ray_reports_what_a_local_run_does():

@@ -347,14 +347,14 @@ def _weaker(schedule: Schedule) -> list[Schedule]:
 def test_find_breaking_schedule_returns_a_minimal_breaking_schedule_deterministically(controller):
     strategy = schedules(kinds=("speed",), max_steps=40)
     found = find_breaking_schedule(controller, "CartPole-v1", strategy, min_ratio=0.8,
-                                   max_examples=30, episodes=4)
+                                   max_examples=30, episodes=2)
     assert isinstance(found, Schedule) and found.channels == ("speed",)
-    assert not check_robust(controller, "CartPole-v1", found, min_ratio=0.8, episodes=4).passed
+    assert not check_robust(controller, "CartPole-v1", found, min_ratio=0.8, episodes=2).passed
     # minimal: every disturbance one step milder no longer breaks the agent
     for milder in _weaker(found):
-        assert check_robust(controller, "CartPole-v1", milder, min_ratio=0.8, episodes=4).passed, milder
+        assert check_robust(controller, "CartPole-v1", milder, min_ratio=0.8, episodes=2).passed, milder
     again = find_breaking_schedule(controller, "CartPole-v1", strategy, min_ratio=0.8,
-                                   max_examples=30, episodes=4)
+                                   max_examples=30, episodes=2)
     assert again == found
 
 
