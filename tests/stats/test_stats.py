@@ -90,7 +90,8 @@ def _rates(true_ratio: float, mode: str, threshold: float = 0.8, sims: int = 150
 
 def test_confident_mode_rarely_passes_an_agent_at_the_threshold_and_passes_a_good_one():
     false_pass = _rates(0.80, "confident")
-    power = _rates(0.88, "confident")
+    # power far above its bound (0.99 at 300 simulations vs 0.8: 25 binomial SDs)
+    power = _rates(0.88, "confident", sims=300)
     print(f"\nconfident, threshold 0.8: false-pass rate at true 0.80 = {false_pass:.3f}, "
           f"pass rate (power) at true 0.88 = {power:.3f}")
     # A one-sided 2.5% error; the allowance covers the interval's coverage band (0.93-0.97
@@ -101,7 +102,7 @@ def test_confident_mode_rarely_passes_an_agent_at_the_threshold_and_passes_a_goo
 
 def test_not_worse_mode_rarely_fails_an_agent_at_the_threshold_and_fails_a_bad_one():
     false_fail = 1 - _rates(0.80, "not_worse")
-    power = 1 - _rates(0.72, "not_worse")
+    power = 1 - _rates(0.72, "not_worse", sims=300)  # 0.99 vs 0.8, as above
     print(f"\nnot_worse, threshold 0.8: false-fail rate at true 0.80 = {false_fail:.3f}, "
           f"fail rate (power) at true 0.72 = {power:.3f}")
     assert false_fail <= 0.04
@@ -147,7 +148,8 @@ def _adaptive_false_pass(spend: bool, sims: int = 600) -> tuple[float, float]:
 
 def test_adaptive_sampling_keeps_the_error_rate_of_repeated_looks():
     spent, used = _adaptive_false_pass(spend=True)
-    naive, _ = _adaptive_false_pass(spend=False)
+    # naive peeking errs 0.063 of 300 simulations, 2.7 binomial SDs above the spent rate
+    naive, _ = _adaptive_false_pass(spend=False, sims=300)
     print(f"\nadaptive, agent exactly at threshold 0.8, looks at 10/20/30/40 episodes: false-pass "
           f"rate with alpha spending = {spent:.3f} (mean {used:.1f} episodes), with naive "
           f"95% peeking = {naive:.3f}")
