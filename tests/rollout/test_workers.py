@@ -6,6 +6,7 @@ errors that say where, and bad counts refused."""
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 from toy_envs import CounterEnv, FaultyEnv
 
 from pytest_rlaudit import audit, scenarios
-from pytest_rlaudit.errors import RolloutError
+from pytest_rlaudit.errors import RolloutCapWarning, RolloutError
 from pytest_rlaudit.rollout.runner import run_episodes
 from pytest_rlaudit.rollout.workers import resolve_workers, usable_cores
 from pytest_rlaudit.world.agents import as_policy
@@ -50,15 +51,28 @@ def _same(a, b, recorded=False):
                 np.testing.assert_array_equal(x, y)
 
 
+def _capped_run(agent, **kwargs):
+    """``_run`` of the first 100 steps of each episode, and its RolloutCapWarnings."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RolloutCapWarning)
+        out = _run(agent, seed=3, record=True, max_steps=100, **kwargs)
+    return out, [str(w.message) for w in caught if issubclass(w.category, RolloutCapWarning)]
+
+
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("agent", ["controller", "random"])  # stateless, stateful
 def test_numbers_are_identical_for_1_2_3_and_4_workers(agent, executor, controller):
+    # The controller's episodes cut at 100 steps (whole 500-step ones run with workers in
+    # the two-phase, batch-size and whole-episode tests below): the same cut episodes,
+    # and the same count of them in the warning, for any worker count.
     agent = controller if agent == "controller" else "random"
-    local = _run(agent, seed=3, record=True)
+    local, capped = _capped_run(agent)
     assert local["obs_noise"].params["spread"]  # calibrated on the nominal episodes
+    assert bool(capped) == (agent is controller)
     for workers in (2, 3, 4):
-        _same(local, _run(agent, seed=3, record=True, workers=workers, executor=executor),
-              recorded=True)
+        spread, warned = _capped_run(agent, workers=workers, executor=executor)
+        _same(local, spread, recorded=True)
+        assert warned == capped
 
 
 def test_shards_split_episodes_or_scenarios_and_give_the_numbers_of_one_process(controller):
@@ -285,8 +299,6 @@ def test_an_agent_on_the_cpu_runs_whole_episodes_in_each_process(agent, monkeypa
 
 
 def test_capped_episodes_of_every_shard_are_counted_in_one_warning():
-    from pytest_rlaudit.errors import RolloutCapWarning
-
     with pytest.warns(RolloutCapWarning, match=r"^5 episode\(s\) reached the cap of 3") as got:
         _run("random", ["nominal"], episodes=5, env=lambda: CounterEnv(horizon=10),
              workers=2, max_steps=3)
