@@ -170,8 +170,8 @@ def test_a_dropped_image_leaves_the_whole_last_frame(wrap, reuse_buffer):
 
 @pytest.fixture(scope="session")
 def cnn_agent() -> PPO:
-    """PPO with ``TinyCNN`` on ``CentreDot``, ``FRAMES`` frames stacked: 2-3 s on two idle
-    cores."""
+    """PPO with ``TinyCNN`` on ``CentreDot``, ``FRAMES`` frames stacked: about 1 s on an idle
+    core."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # thread counts change float sums: one keeps training replayable
     try:
@@ -179,7 +179,7 @@ def cnn_agent() -> PPO:
         model = PPO("CnnPolicy", venv, n_steps=64, batch_size=64, n_epochs=4,
                     learning_rate=1e-3, gamma=0.9, seed=0, device="cpu",
                     policy_kwargs={"features_extractor_class": TinyCNN, "net_arch": []})
-        return model.learn(8192)
+        return model.learn(4096)  # as good as 8192 steps here: 19.25 of 20
     finally:
         torch.set_num_threads(threads)
 
@@ -205,7 +205,7 @@ def random_returns(seeds: range) -> np.ndarray:
 
 def test_the_cnn_agent_learned_the_pixel_task(cnn_agent):
     trained, random = sb3_returns(cnn_agent, SEEDS), random_returns(SEEDS)
-    assert trained.mean() > random.mean() + 8  # measured: 19.4 vs 4.25, out of at most 20
+    assert trained.mean() > random.mean() + 8  # measured: 19.25 vs 4.25, out of at most 20
 
 
 def test_a_cnn_agent_with_stacked_frames_is_audited_through_the_default_suite(cnn_agent):
