@@ -133,7 +133,6 @@ def test_a_step_that_never_returns_ends_the_audit_naming_scenario_episode_and_st
 
 
 def test_check_robust_assert_robust_and_tolerance_take_the_same_timeout():
-    # half a second each: the hang comes within the first steps (a few ms in)
     for call in (lambda: check_robust(zeros, Hangs, "delay", episodes=4, timeout=0.5),
                  lambda: assert_robust(zeros, Hangs, "delay", episodes=4, timeout=0.5),
                  lambda: tolerance(zeros, Hangs, "delay", values=[1], episodes=4, timeout=0.5)):
