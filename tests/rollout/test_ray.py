@@ -32,7 +32,6 @@ from pytest_rlaudit.world.envs import AuditEnv, env_spec
 
 if importlib.util.find_spec("ray") is None:  # a ray that is installed but breaks must fail
     pytest.skip("ray is not installed (pip install 'pytest-rlaudit[ray]')", allow_module_level=True)
-import ray
 
 PPO = Path(__file__).resolve().parents[2] / "examples" / "ppo_cartpole.zip"
 CARTPOLE = env_spec("CartPole-v1")
@@ -42,6 +41,8 @@ SUITE = tuple(s.calibrated((0.5, 0.3, 0.05, 0.4)) for s in scenarios.resolve(sce
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
+    import ray  # here, not at collection: an xdist worker that runs none of these never imports it
+
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR)
     yield
     ray_pool.release_actors()
@@ -178,7 +179,9 @@ def test_an_actor_that_dies_fails_the_call_and_the_next_call_starts_afresh():
             return super().reset(seed=seed, options=options)
 
     env = AuditEnv("crashing", lambda: Crashing(gym.make("CartPole-v1")))
-    with pytest.raises(ray.exceptions.RayActorError):
+    from ray.exceptions import RayActorError
+
+    with pytest.raises(RayActorError):
         run_pool_on_ray(balance(), env, scenarios.resolve(["nominal"]), range(4), seed=0,
                         batch_size=None, max_steps=500, record=False, workers=2)
     assert_identical(*both(balance(), CARTPOLE, scenarios.resolve(["nominal"]), range(2)))
