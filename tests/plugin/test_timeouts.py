@@ -67,6 +67,9 @@ def test_hangs(rl_audit):
     rl_audit()
 """
 
+# imported by a test module at collection: a test then starts auditing at once
+ENGINE = "import pytest_rlaudit.verdicts.assertions  # noqa: F401\n"
+
 BASE = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "--rl-audit")
 
 
@@ -129,15 +132,18 @@ def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(p
     pytest.importorskip("pytest_timeout")
     # Without xdist and under -n 2, in two directories at once: each run mostly waits for
     # its timeout, so side by side they take the time of one.
-    # 10 s: the worker processes must have started (and written children.txt) before
-    # pytest-timeout fires, also on a loaded machine (at 3 s, a CI run at lowest versions
-    # under load timed out while the audit was still importing)
+    # The worker processes must have started (and written children.txt) before
+    # pytest-timeout fires, also on a loaded machine: at 3 s, a CI run at lowest versions
+    # under load timed out while the audit was still importing. Here the test module
+    # imports the engine, at collection, before pytest-timeout's timer starts: then the
+    # workers (forked) write children.txt some 0.03 s into the test (1-1.5 s when the
+    # audit imports it), so 3 s leaves a wide margin.
     runs = {}
     began = time.monotonic()
     for name, xdist in {"no-xdist": (), "n2": ("-n", "2")}.items():
         where = project.mkdir(name)
-        (where / "test_hang.py").write_text((project.path / "test_hang.py").read_text())
-        runs[name] = (where, xdist, start(where, "--rl-workers", "2", "--timeout", "10",
+        (where / "test_hang.py").write_text(ENGINE + (project.path / "test_hang.py").read_text())
+        runs[name] = (where, xdist, start(where, "--rl-workers", "2", "--timeout", "3",
                                           "--timeout-method", "thread", *xdist,
                                           hang_in="rlaudit-shard"))
     for name, (where, xdist, process) in runs.items():
