@@ -21,12 +21,24 @@ def zero_config(agent: str, *extra: str) -> tuple[str, ...]:
             "--rl-episodes", "10", *SCENARIOS, "-p", "no:cacheprovider", *extra)
 
 
+@pytest.fixture(scope="module")
+def _saved() -> dict[str, str]:
+    """The text of the first baseline a test of this module (in this process) saved."""
+    return {}
+
+
 @pytest.fixture
-def baseline(tester: pytest.Pytester):
-    """A baseline of the robust agent, saved by a first run."""
+def baseline(tester: pytest.Pytester, _saved: dict[str, str]):
+    """A baseline of the robust agent, saved by a first run: the first test to ask for it
+    saves it, the others get a copy of that file (the same run would save the same
+    results; the test that reads the file checks what --rl-save wrote)."""
     path = tester.path / "baseline.json"
+    if "text" in _saved:
+        path.write_text(_saved["text"])
+        return path
     result = tester.runpytest(*zero_config("robust", f"--rl-save={path}"))
     result.assert_outcomes(passed=2)
+    _saved["text"] = path.read_text()
     return path
 
 
