@@ -34,12 +34,26 @@ def _results(pytester: pytest.Pytester) -> list[dict]:
     return json.loads((pytester.path / "out" / "summary.json").read_text())["results"]
 
 
-def test_a_zoo_folder_is_audited_from_the_command_line(pytester: pytest.Pytester):
-    result = pytester.runpytest(*ZERO_CONFIG, "--rl-report", "out")
+def test_a_zoo_folder_is_audited_from_the_command_line_and_rl_stochastic_samples_actions_reproducibly(
+        pytester: pytest.Pytester):
+    # one run of each: the plain audit's nominal returns are the deterministic ones that
+    # --rl-stochastic's sampled actions must change, the same way twice (2 episodes: each
+    # sampled action seeds torch, some 3 ms a row and step)
+    result = pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-report", "out")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*A2C(Pendulum-v1_1)*Pendulum-v1*obs_noise*"])
     (record,) = _results(pytester)
-    assert max(record["nominal_returns"]) > -400  # with its stats: it swings the pendulum up
+    deterministic = record["nominal_returns"]
+    assert len(deterministic) == 2 and max(deterministic) > -400  # with its stats: it swings the pendulum up
+
+    def sampled() -> list[float]:
+        pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-report", "out",
+                           "--rl-stochastic").assert_outcomes(passed=1)
+        return _results(pytester)[0]["nominal_returns"]
+
+    first = sampled()
+    assert first != deterministic
+    assert sampled() == first
 
 
 def test_without_its_stats_the_run_says_the_agent_does_no_better_than_random(
@@ -58,16 +72,6 @@ def test_rl_vec_normalize_takes_the_file_and_rl_agent_name_labels_it(pytester: p
     result.assert_outcomes(passed=1)
     (record,) = _results(pytester)
     assert record["agent"] == "swing-up"
-
-
-def test_rl_stochastic_samples_actions_reproducibly(pytester: pytest.Pytester):
-    def nominal(*extra: str) -> list[float]:
-        pytester.runpytest(*ZERO_CONFIG, "--rl-report", "out", *extra).assert_outcomes(passed=1)
-        return _results(pytester)[0]["nominal_returns"]
-
-    deterministic, sampled = nominal(), nominal("--rl-stochastic")
-    assert sampled != deterministic
-    assert nominal("--rl-stochastic") == sampled
 
 
 def test_without_an_env_the_message_names_the_one_the_agent_was_trained_on(
