@@ -1129,12 +1129,15 @@ def controller(obs):
     return np.clip(-(6.0 * np.arctan2(sin, cos) + 1.0 * vel), -2, 2)[:, None]
 """)
     args = ["--rl-audit", "--rl-agent", "pend_agent:controller", "--rl-env", "Pendulum-v1",
-            "--rl-episodes", "30", "--rl-scenarios", "obs_noise", "-p", "no:benchmark"]
-    result = pytester.runpytest(*args)
+            "--rl-scenarios", "obs_noise", "-p", "no:benchmark"]
+    # any nominal return of Pendulum is negative: 4 episodes show it
+    result = pytester.runpytest(*args, "--rl-episodes", "4")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*does not exceed the reference (0)*--rl-reference random*"])
     assert "Traceback" not in result.stdout.str() and "stats.py" not in result.stdout.str()
-    pytester.runpytest(*args, "--rl-reference", "random").assert_outcomes(passed=1)
+    # clearly beating random actions takes more (at 10 episodes the audit is INCONCLUSIVE)
+    pytester.runpytest(*args, "--rl-episodes", "30", "--rl-reference", "random"
+                       ).assert_outcomes(passed=1)
 
 
 def test_settings_have_one_field_per_option():
