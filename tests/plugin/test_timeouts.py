@@ -107,7 +107,8 @@ def run(project: pytest.Pytester, *args: str, hang_in: str = "") -> tuple[subpro
 
 
 def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends_under_xdist(project):
-    out, took = run(project, "--rl-timeout", "2", "-n", "2")
+    # one worker: the one test runs in a worker process all the same (a second would idle)
+    out, took = run(project, "--rl-timeout", "2", "-n", "1")
     assert took < 60
     assert out.returncode == 1, out.stdout + out.stderr
     assert "1 failed" in out.stdout
@@ -130,8 +131,9 @@ def test_the_ini_key_bounds_an_audit_in_process(project, monkeypatch):
 
 def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project):
     pytest.importorskip("pytest_timeout")
-    # Without xdist and under -n 2, in two directories at once: each run mostly waits for
-    # its timeout, so side by side they take the time of one.
+    # Without xdist and under xdist, in two directories at once: each run mostly waits for
+    # its timeout, so side by side they take the time of one. -n 1: the one test runs in a
+    # worker process all the same (a second worker would idle).
     # The worker processes must have started (and written children.txt) before
     # pytest-timeout fires, also on a loaded machine: at 3 s, a CI run at lowest versions
     # under load timed out while the audit was still importing. Here the test module
@@ -140,7 +142,7 @@ def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(p
     # audit imports it), so 3 s leaves a wide margin.
     runs = {}
     began = time.monotonic()
-    for name, xdist in {"no-xdist": (), "n2": ("-n", "2")}.items():
+    for name, xdist in {"no-xdist": (), "n1": ("-n", "1")}.items():
         where = project.mkdir(name)
         (where / "test_hang.py").write_text(ENGINE + (project.path / "test_hang.py").read_text())
         runs[name] = (where, xdist, start(where, "--rl-workers", "2", "--timeout", "3",
