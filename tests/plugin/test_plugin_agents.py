@@ -34,6 +34,14 @@ def _results(pytester: pytest.Pytester) -> list[dict]:
     return json.loads((pytester.path / "out" / "summary.json").read_text())["results"]
 
 
+def _records(result: pytest.RunResult) -> list[dict]:
+    """The plugin's record of each audit of an in-process run, as its report carries it
+    (what summary.json lists, without drawing a report: the tests below read numbers)."""
+    return [json.loads(rep.rl_audit)
+            for rep in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+            if rep.when == "call" and getattr(rep, "rl_audit", None) is not None]
+
+
 def test_a_zoo_folder_is_audited_from_the_command_line_and_rl_stochastic_samples_actions_reproducibly(
         pytester: pytest.Pytester):
     # one run of each: the plain audit's nominal returns are the deterministic ones that
@@ -47,9 +55,10 @@ def test_a_zoo_folder_is_audited_from_the_command_line_and_rl_stochastic_samples
     assert len(deterministic) == 2 and max(deterministic) > -400  # with its stats: it swings the pendulum up
 
     def sampled() -> list[float]:
-        pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-report", "out",
-                           "--rl-stochastic").assert_outcomes(passed=1)
-        return _results(pytester)[0]["nominal_returns"]
+        result = pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-stochastic")
+        result.assert_outcomes(passed=1)
+        (record,) = _records(result)
+        return record["nominal_returns"]
 
     first = sampled()
     assert first != deterministic
@@ -68,9 +77,9 @@ def test_without_its_stats_the_run_says_the_agent_does_no_better_than_random(
 def test_rl_vec_normalize_takes_the_file_and_rl_agent_name_labels_it(pytester: pytest.Pytester):
     stats = PENDULUM_RUN / "Pendulum-v1" / "vecnormalize.pkl"
     result = pytester.runpytest(*ZERO_CONFIG, f"--rl-vec-normalize={stats}",
-                                "--rl-agent-name", "swing-up", "--rl-report", "out")
+                                "--rl-agent-name", "swing-up")
     result.assert_outcomes(passed=1)
-    (record,) = _results(pytester)
+    (record,) = _records(result)
     assert record["agent"] == "swing-up"
 
 
@@ -91,11 +100,11 @@ def test_without_an_env_the_message_names_the_one_the_agent_was_trained_on(
 
 
 def test_rl_severity_sizes_the_zero_config_suite(pytester: pytest.Pytester):
-    pytester.runpytest("--rl-audit", f"--rl-agent={PENDULUM_RUN}", "--rl-env", "Pendulum-v1",
-                       "--rl-episodes", "3", "--rl-scenarios", "delay,speed_5x", "--rl-severity",
-                       "severe", "--rl-reference", "random", "--rl-report", "out", "-p",
-                       "no:cacheprovider")
-    params = {r["scenario"]: r["params"] for r in _results(pytester)}
+    result = pytester.runpytest("--rl-audit", f"--rl-agent={PENDULUM_RUN}", "--rl-env",
+                                "Pendulum-v1", "--rl-episodes", "3", "--rl-scenarios",
+                                "delay,speed_5x", "--rl-severity", "severe", "--rl-reference",
+                                "random", "-p", "no:cacheprovider")
+    params = {r["scenario"]: r["params"] for r in _records(result)}
     assert params == {"delay": {"steps": 6}, "speed_5x": {"k": 5}}
     bad = pytester.runpytest("--rl-severity", "hard")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
