@@ -724,8 +724,19 @@ def test_the_nominal_rollout_runs_once_per_process_across_scenarios_and_tests(
 # ============================================================================ zero-config
 
 
+_ZERO_VERBOSE: list[pytest.RunResult] = []
+
+
+def _zero_verbose(tester: pytest.Pytester) -> pytest.RunResult:
+    """The robust agent's zero-config run with -v, made once per process: two tests read
+    its output (what the run does does not depend on the test that asks)."""
+    if not _ZERO_VERBOSE:
+        _ZERO_VERBOSE.append(tester.runpytest(*ZERO, "-v"))
+    return _ZERO_VERBOSE[0]
+
+
 def test_zero_config_makes_one_item_per_default_scenario(tester: pytest.Pytester):
-    result = tester.runpytest(*ZERO, "-v")
+    result = _zero_verbose(tester)
     result.stdout.fnmatch_lines(["*collected 5 items"])
     result.stdout.fnmatch_lines([f"rl-audit::{name} PASSED*" for name in DEFAULT])
     assert list(outcomes(result)) == [f"rl-audit::{name}" for name in DEFAULT]
@@ -891,7 +902,7 @@ def test_the_rl_audit_section_follows_the_tests(tester: pytest.Pytester):
 
 
 def test_verbose_runs_print_an_rl_audit_line_per_scenario(tester: pytest.Pytester):
-    result = tester.runpytest(*ZERO, "-v")
+    result = _zero_verbose(tester)
     progress = [line for line in result.outlines if line.strip().startswith("rl audit:")]
     assert len(progress) == len(DEFAULT)
     for line, name in zip(progress, DEFAULT, strict=True):
