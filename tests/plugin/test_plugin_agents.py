@@ -34,12 +34,35 @@ def _results(pytester: pytest.Pytester) -> list[dict]:
     return json.loads((pytester.path / "out" / "summary.json").read_text())["results"]
 
 
-def test_a_zoo_folder_is_audited_from_the_command_line(pytester: pytest.Pytester):
-    result = pytester.runpytest(*ZERO_CONFIG, "--rl-report", "out")
+def _records(result: pytest.RunResult) -> list[dict]:
+    """The plugin's record of each audit of an in-process run, as its report carries it
+    (what summary.json lists, without drawing a report: the tests below read numbers)."""
+    return [json.loads(rep.rl_audit)
+            for rep in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+            if rep.when == "call" and getattr(rep, "rl_audit", None) is not None]
+
+
+def test_a_zoo_folder_is_audited_from_the_command_line_and_rl_stochastic_samples_actions_reproducibly(
+        pytester: pytest.Pytester):
+    # one run of each: the plain audit's nominal returns are the deterministic ones that
+    # --rl-stochastic's sampled actions must change, the same way twice (2 episodes: each
+    # sampled action seeds torch, some 3 ms a row and step)
+    result = pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-report", "out")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*A2C(Pendulum-v1_1)*Pendulum-v1*obs_noise*"])
     (record,) = _results(pytester)
-    assert max(record["nominal_returns"]) > -400  # with its stats: it swings the pendulum up
+    deterministic = record["nominal_returns"]
+    assert len(deterministic) == 2 and max(deterministic) > -400  # with its stats: it swings the pendulum up
+
+    def sampled() -> list[float]:
+        result = pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-stochastic")
+        result.assert_outcomes(passed=1)
+        (record,) = _records(result)
+        return record["nominal_returns"]
+
+    first = sampled()
+    assert first != deterministic
+    assert sampled() == first
 
 
 def test_without_its_stats_the_run_says_the_agent_does_no_better_than_random(
@@ -54,20 +77,10 @@ def test_without_its_stats_the_run_says_the_agent_does_no_better_than_random(
 def test_rl_vec_normalize_takes_the_file_and_rl_agent_name_labels_it(pytester: pytest.Pytester):
     stats = PENDULUM_RUN / "Pendulum-v1" / "vecnormalize.pkl"
     result = pytester.runpytest(*ZERO_CONFIG, f"--rl-vec-normalize={stats}",
-                                "--rl-agent-name", "swing-up", "--rl-report", "out")
+                                "--rl-agent-name", "swing-up")
     result.assert_outcomes(passed=1)
-    (record,) = _results(pytester)
+    (record,) = _records(result)
     assert record["agent"] == "swing-up"
-
-
-def test_rl_stochastic_samples_actions_reproducibly(pytester: pytest.Pytester):
-    def nominal(*extra: str) -> list[float]:
-        pytester.runpytest(*ZERO_CONFIG, "--rl-report", "out", *extra).assert_outcomes(passed=1)
-        return _results(pytester)[0]["nominal_returns"]
-
-    deterministic, sampled = nominal(), nominal("--rl-stochastic")
-    assert sampled != deterministic
-    assert nominal("--rl-stochastic") == sampled
 
 
 def test_without_an_env_the_message_names_the_one_the_agent_was_trained_on(
@@ -87,11 +100,11 @@ def test_without_an_env_the_message_names_the_one_the_agent_was_trained_on(
 
 
 def test_rl_severity_sizes_the_zero_config_suite(pytester: pytest.Pytester):
-    pytester.runpytest("--rl-audit", f"--rl-agent={PENDULUM_RUN}", "--rl-env", "Pendulum-v1",
-                       "--rl-episodes", "3", "--rl-scenarios", "delay,speed_5x", "--rl-severity",
-                       "severe", "--rl-reference", "random", "--rl-report", "out", "-p",
-                       "no:cacheprovider")
-    params = {r["scenario"]: r["params"] for r in _results(pytester)}
+    result = pytester.runpytest("--rl-audit", f"--rl-agent={PENDULUM_RUN}", "--rl-env",
+                                "Pendulum-v1", "--rl-episodes", "3", "--rl-scenarios",
+                                "delay,speed_5x", "--rl-severity", "severe", "--rl-reference",
+                                "random", "-p", "no:cacheprovider")
+    params = {r["scenario"]: r["params"] for r in _records(result)}
     assert params == {"delay": {"steps": 6}, "speed_5x": {"k": 5}}
     bad = pytester.runpytest("--rl-severity", "hard")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR

@@ -76,9 +76,13 @@ def test_rl_min_ratio_gates_the_iqm_as_it_gates_one_agents_ratio(runs: pytest.Py
 
 
 def test_a_glob_matching_one_agent_is_that_agent(runs: pytest.Pytester):
-    result = runs.runpytest("--rl-agent", "runs/*_2.zip", *ARGS, "--rl-report", "out")
+    result = runs.runpytest("--rl-agent", "runs/*_2.zip", *ARGS)
     result.assert_outcomes(passed=2)
-    assert all("runs" not in rec for rec in _results(runs))  # a single agent's records
+    # a single agent's records (as the reports carry them: what summary.json would list)
+    recs = [json.loads(rep.rl_audit)
+            for rep in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+            if rep.when == "call" and getattr(rep, "rl_audit", None) is not None]
+    assert len(recs) == 2 and all("runs" not in rec for rec in recs)
 
 
 def test_a_glob_matching_nothing_is_a_usage_error_naming_it(runs: pytest.Pytester):

@@ -39,8 +39,9 @@ from agents import fragile, robust
 DETERMINISTIC = dict(derandomize=True, database=None)
 
 
+# one event: the same smallest failing schedule (speed=[1, 4]) in 20 checks instead of 35
 @audit_settings(max_examples=15, **DETERMINISTIC)
-@given(schedule=schedules(kinds=("speed",), max_steps=40))
+@given(schedule=schedules(kinds=("speed",), max_steps=40, max_events=1))
 def test_fragile_agent(rl_env, schedule):
     assert_robust(fragile, rl_env, schedule, min_ratio=0.8, episodes=4)
 

@@ -18,7 +18,7 @@ from typing import Any
 import gymnasium  # noqa: F401
 import matplotlib.pyplot  # noqa: F401
 import pytest
-from cartpole_agents import fragile, source
+from cartpole_agents import fragile
 
 from pytest_rlaudit import audit, tolerance
 
@@ -78,8 +78,8 @@ def project(tester: pytest.Pytester) -> pytest.Pytester:
     return tester
 
 
-def test_a_curve_test_reports_its_curve_in_every_report(project: pytest.Pytester,
-                                                         tmp_path: Path):
+def test_a_curve_test_reports_its_curve_in_every_report_and_the_same_summary_under_xdist(
+        project: pytest.Pytester, tmp_path: Path):
     xml, out = tmp_path / "junit.xml", tmp_path / "rl"
     result = project.runpytest("--rl-audit", f"--junitxml={xml}", f"--rl-report={out}")
     # jitter breaks fragile at its own value; speed_5x breaks it too, but stress is not gated
@@ -134,6 +134,12 @@ def test_a_curve_test_reports_its_curve_in_every_report(project: pytest.Pytester
     assert "### Tolerance curves" in md and "delay: tolerates 3 steps, breaks at 4 ✅" in md
     assert (out / "tolerance.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in (out / "tolerance.svg").read_text()
+    # under xdist (-n 2: workers with rollouts of their own), the same summary, byte for byte
+    n2 = tmp_path / "n2"
+    result = project.runpytest("--rl-audit", "-p", "no:benchmark", "-n", "2", f"--rl-report={n2}")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["delay: tolerates 3 steps, breaks at 4; *"])
+    assert (n2 / "summary.json").read_text() == (out / "summary.json").read_text()
 
 
 def test_the_scenarios_own_value_is_measured_and_min_ratio_comes_from_rl_threshold(
@@ -264,23 +270,6 @@ def test_rl_tolerance_without_rl_scenario_is_a_collection_error(pytester: pytest
     result.stdout.fnmatch_lines(["*test_bad.py::test_x: @pytest.mark.rl_tolerance measures the "
                                  "tolerance curve of the test's scenario: add "
                                  "@pytest.mark.rl_scenario('delay')*"])
-
-
-def test_the_summary_is_the_same_under_xdist(pytester: pytest.Pytester, tmp_path: Path):
-    # module names differ from the other tests' agents.py: in-process runs share sys.modules
-    pytester.makepyfile(curve_agents=source(), test_rl_curves=CURVES)
-    pytester.makeconftest(CONFTEST.format(module="curve_agents"))
-    pytester.syspathinsert()
-    docs = []
-    for n in ("0", "2"):
-        out = tmp_path / f"n{n}"
-        result = pytester.runpytest("--rl-audit", "-p", "no:benchmark", "-n", n,
-                                    f"--rl-report={out}")
-        result.assert_outcomes(passed=3, failed=1)
-        result.stdout.fnmatch_lines(["delay: tolerates 3 steps, breaks at 4; *"])
-        docs.append((out / "summary.json").read_text())
-    assert docs[0] == docs[1]
-    assert json.loads(docs[1])["results"][0]["tolerance"]["breaks_at"] == 4
 
 
 def test_the_point_audit_of_the_curve_is_the_single_point_audit():

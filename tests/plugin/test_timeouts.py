@@ -67,12 +67,17 @@ def test_hangs(rl_audit):
     rl_audit()
 """
 
+# imported by the test module at collection, before pytest-timeout's timer starts: the
+# test then reaches its hang at once (some 0.03 s in, where importing it in the audit
+# takes 1-1.5 s on a loaded machine), so the timeouts below can be short
+ENGINE = "import pytest_rlaudit.verdicts.assertions  # noqa: F401\n"
+
 BASE = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "--rl-audit")
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(test_hang=PROJECT)
+    pytester.makepyfile(test_hang=ENGINE + PROJECT)
     return pytester
 
 
@@ -104,11 +109,12 @@ def run(project: pytest.Pytester, *args: str, hang_in: str = "") -> tuple[subpro
 
 
 def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends_under_xdist(project):
-    out, took = run(project, "--rl-timeout", "2", "-n", "2")
+    # one worker: the one test runs in a worker process all the same (a second would idle)
+    out, took = run(project, "--rl-timeout", "1", "-n", "1")
     assert took < 60
     assert out.returncode == 1, out.stdout + out.stderr
     assert "1 failed" in out.stdout
-    assert "RolloutTimeoutError: the audit ran past its timeout of 2 s: it was stuck in the env's " \
+    assert "RolloutTimeoutError: the audit ran past its timeout of 1 s: it was stuck in the env's " \
            "step at scenario '" in out.stdout
     assert "episode 2 (env seed 2), agent step 3" in out.stdout
 
@@ -127,17 +133,20 @@ def test_the_ini_key_bounds_an_audit_in_process(project, monkeypatch):
 
 def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project):
     pytest.importorskip("pytest_timeout")
-    # Without xdist and under -n 2, in two directories at once: each run mostly waits for
-    # its timeout, so side by side they take the time of one.
-    # 10 s: the worker processes must have started (and written children.txt) before
-    # pytest-timeout fires, also on a loaded machine (at 3 s, a CI run at lowest versions
-    # under load timed out while the audit was still importing)
+    # Without xdist and under xdist, in two directories at once: each run mostly waits for
+    # its timeout, so side by side they take the time of one. -n 1: the one test runs in a
+    # worker process all the same (a second worker would idle).
+    # The worker processes must have started (and written children.txt) before
+    # pytest-timeout fires, also on a loaded machine: at 3 s, a CI run at lowest versions
+    # under load timed out while the audit was still importing. The test module imports
+    # the engine at collection (ENGINE): the workers (forked) write children.txt some
+    # 0.03 s into the test, so 3 s leaves a wide margin.
     runs = {}
     began = time.monotonic()
-    for name, xdist in {"no-xdist": (), "n2": ("-n", "2")}.items():
+    for name, xdist in {"no-xdist": (), "n1": ("-n", "1")}.items():
         where = project.mkdir(name)
         (where / "test_hang.py").write_text((project.path / "test_hang.py").read_text())
-        runs[name] = (where, xdist, start(where, "--rl-workers", "2", "--timeout", "10",
+        runs[name] = (where, xdist, start(where, "--rl-workers", "2", "--timeout", "3",
                                           "--timeout-method", "thread", *xdist,
                                           hang_in="rlaudit-shard"))
     for name, (where, xdist, process) in runs.items():
@@ -159,11 +168,11 @@ def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(p
 
 def test_pytest_timeouts_signal_method_still_fires_first_beside_rl_timeout(project):
     pytest.importorskip("pytest_timeout")
-    out, took = run(project, "--rl-timeout", "60", "--timeout", "2", "--timeout-method", "signal")
+    out, took = run(project, "--rl-timeout", "60", "--timeout", "1", "--timeout-method", "signal")
     assert took < 60
     assert out.returncode == 1
-    # pytest-timeout 2.4 says "Timeout (>2.0s) from pytest-timeout", 2.3 "Timeout >2.0s"
-    assert re.search(r"Failed: Timeout \(?>2\.0s", out.stdout), out.stdout
+    # pytest-timeout 2.4 says "Timeout (>1.0s) from pytest-timeout", 2.3 "Timeout >1.0s"
+    assert re.search(r"Failed: Timeout \(?>1\.0s", out.stdout), out.stdout
     assert "RolloutTimeoutError" not in out.stdout
 
 
