@@ -197,6 +197,11 @@ class SB3Policy(BasePolicy):
         assert states is not None
         rows = []
         epsilon = self.epsilon
+        # On the CPU a row's sample draws from the CPU generator alone: seeding only it gives
+        # torch.manual_seed's bits at 1/100 of the cost (manual_seed also seeds every other
+        # device type torch knows: about 0.1 ms, once per row and step).
+        on_cpu = self.sb3_policy.device.type == "cpu"
+        seed = torch.default_generator.manual_seed if on_cpu else torch.manual_seed
         for i, rng in enumerate(states):
             torch_seed = int(rng.integers(2**63 - 1))
             if epsilon and rng.random() < epsilon:
@@ -204,7 +209,7 @@ class SB3Policy(BasePolicy):
                 rows.append(np.asarray(space.start + rng.integers(space.n), dtype=np.int64))
                 continue
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(torch_seed)
+                seed(torch_seed)
                 action = self.actions(row(obs, i), deterministic=False)
             rows.append(action[0])
         return np.stack(rows), states
