@@ -12,7 +12,6 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 # Loaded here so that in-process pytester runs (which drop the modules they import) reuse
 # them instead of importing them afresh on every run (hypothesis's pytest plugin alone
@@ -20,6 +19,7 @@ from typing import Any
 import gymnasium  # noqa: F401
 import hypothesis  # noqa: F401
 import pytest
+from audit_records import records
 
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions
@@ -37,16 +37,6 @@ ZERO = ("--rl-audit", "--rl-agent", "agents:robust", "--rl-env", "CartPole-v1",
         "--rl-episodes", "4")
 FRAGILE = ("--rl-audit", "--rl-agent", "agents:fragile", "--rl-env", "CartPole-v1",
            "--rl-episodes", "4")
-
-
-def records(result: pytest.RunResult) -> dict[str, dict[str, Any]]:
-    """The plugin's JSON record of each audited test, by node id, from the reports."""
-    out = {}
-    for rep in result.reprec.getreports("pytest_runtest_logreport"):  # type: ignore[attr-defined]
-        data = getattr(rep, "rl_audit", None)
-        if data is not None and rep.when == "call":
-            out[rep.nodeid] = json.loads(data)
-    return out
 
 
 def outcomes(result: pytest.RunResult) -> dict[str, str]:

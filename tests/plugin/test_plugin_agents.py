@@ -8,6 +8,7 @@ from pathlib import Path
 
 import hypothesis  # noqa: F401
 import pytest
+from audit_records import records
 
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions  # noqa: F401
@@ -34,19 +35,11 @@ def _results(pytester: pytest.Pytester) -> list[dict]:
     return json.loads((pytester.path / "out" / "summary.json").read_text())["results"]
 
 
-def _records(result: pytest.RunResult) -> list[dict]:
-    """The plugin's record of each audit of an in-process run, as its report carries it
-    (what summary.json lists, without drawing a report: the tests below read numbers)."""
-    return [json.loads(rep.rl_audit)
-            for rep in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
-            if rep.when == "call" and getattr(rep, "rl_audit", None) is not None]
-
-
 def test_a_zoo_folder_is_audited_from_the_command_line_and_rl_stochastic_samples_actions_reproducibly(
         pytester: pytest.Pytester):
     # one run of each: the plain audit's nominal returns are the deterministic ones that
     # --rl-stochastic's sampled actions must change, the same way twice (2 episodes: each
-    # sampled action seeds torch, some 3 ms a row and step)
+    # sampled action is a policy call of its own, a row at a time)
     result = pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-report", "out")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*A2C(Pendulum-v1_1)*Pendulum-v1*obs_noise*"])
@@ -57,7 +50,7 @@ def test_a_zoo_folder_is_audited_from_the_command_line_and_rl_stochastic_samples
     def sampled() -> list[float]:
         result = pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-stochastic")
         result.assert_outcomes(passed=1)
-        (record,) = _records(result)
+        (record,) = records(result).values()
         return record["nominal_returns"]
 
     first = sampled()
@@ -79,7 +72,7 @@ def test_rl_vec_normalize_takes_the_file_and_rl_agent_name_labels_it(pytester: p
     result = pytester.runpytest(*ZERO_CONFIG, f"--rl-vec-normalize={stats}",
                                 "--rl-agent-name", "swing-up")
     result.assert_outcomes(passed=1)
-    (record,) = _records(result)
+    (record,) = records(result).values()
     assert record["agent"] == "swing-up"
 
 
@@ -104,7 +97,7 @@ def test_rl_severity_sizes_the_zero_config_suite(pytester: pytest.Pytester):
                                 "Pendulum-v1", "--rl-episodes", "3", "--rl-scenarios",
                                 "delay,speed_5x", "--rl-severity", "severe", "--rl-reference",
                                 "random", "-p", "no:cacheprovider")
-    params = {r["scenario"]: r["params"] for r in _records(result)}
+    params = {r["scenario"]: r["params"] for r in records(result).values()}
     assert params == {"delay": {"steps": 6}, "speed_5x": {"k": 5}}
     bad = pytester.runpytest("--rl-severity", "hard")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import hypothesis  # noqa: F401
 import pytest
+from audit_records import records
 
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions  # noqa: F401
@@ -79,9 +80,7 @@ def test_a_glob_matching_one_agent_is_that_agent(runs: pytest.Pytester):
     result = runs.runpytest("--rl-agent", "runs/*_2.zip", *ARGS)
     result.assert_outcomes(passed=2)
     # a single agent's records (as the reports carry them: what summary.json would list)
-    recs = [json.loads(rep.rl_audit)
-            for rep in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
-            if rep.when == "call" and getattr(rep, "rl_audit", None) is not None]
+    recs = list(records(result).values())
     assert len(recs) == 2 and all("runs" not in rec for rec in recs)
 
 

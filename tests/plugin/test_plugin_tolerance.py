@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 # Loaded here so that in-process pytester runs, which drop the modules they import, reuse
 # them (numpy's compiled modules cannot be loaded twice in one process).
 import gymnasium  # noqa: F401
 import matplotlib.pyplot  # noqa: F401
 import pytest
+from audit_records import records
 from cartpole_agents import fragile
 
 from pytest_rlaudit import audit, tolerance
@@ -52,16 +52,6 @@ def test_curve(rl_audit):
 def test_point(rl_audit):
     rl_audit()
 """
-
-
-def records(result: pytest.RunResult) -> dict[str, dict[str, Any]]:
-    """The plugin's JSON record of each audited test, by node id, from the reports."""
-    out = {}
-    for rep in result.reprec.getreports("pytest_runtest_logreport"):  # type: ignore[attr-defined]
-        data = getattr(rep, "rl_audit", None)
-        if data is not None and rep.when == "call":
-            out[rep.nodeid] = json.loads(data)
-    return out
 
 
 def junit_cases(path: Path) -> dict[str, dict[str, str]]:
