@@ -6,6 +6,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import inner_runs
 import numpy as np
 import pytest
 from cartpole_agents import source
@@ -110,6 +111,21 @@ def _local_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     messages the tests count would appear twice."""
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "inner_plugins(*names): plugins of the dev extra this test's inner pytest "
+        "runs load (tests/inner_runs.py leaves them out otherwise)")
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+             request: pytest.FixtureRequest) -> pytest.Pytester:
+    """pytest's own, with the unrelated plugins of the dev extra left out of its runs and of
+    the subprocesses that inherit this environment (tests/inner_runs.py)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", inner_runs.addopts(inner_runs.kept(request)))
+    return pytester
 
 
 @pytest.fixture

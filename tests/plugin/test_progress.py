@@ -16,6 +16,7 @@ import re
 import sys
 import time
 
+import inner_runs
 import pytest
 
 import pytest_rlaudit.verdicts.assertions  # noqa: F401  (the engine, imported here: see below)
@@ -69,8 +70,10 @@ def project(tmp_path):
 
 
 def environment(**more: str) -> dict[str, str]:
-    """This environment without the outer pytest's variables (xdist's PYTEST_XDIST_WORKER)."""
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}, **more}
+    """This environment without the outer pytest's variables (xdist's PYTEST_XDIST_WORKER),
+    and without the unrelated plugins (tests/inner_runs.py)."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+            "PYTEST_ADDOPTS": inner_runs.addopts(), **more}
 
 
 def in_a_terminal(folder, *args: str, timeout: float = 90.0) -> str:

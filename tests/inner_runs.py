@@ -1,0 +1,30 @@
+"""What the pytest runs this suite starts itself (pytester's, ``python -m pytest``
+subprocesses, and their xdist workers) load beside this plugin.
+
+The dev extra installs plugins that only some tests are about: hypothesis' (which imports
+all of hypothesis at the end of every run), pytest-randomly (numpy and an entry-point scan
+in every process), pytest-html with pytest-metadata, and anyio's. Loading them in every
+inner run and every xdist worker took about 4 of the 6 CPU seconds of an empty ``-n 2``
+run on this project's 2-core machine. An inner run leaves them out unless its test keeps
+them with ``@pytest.mark.inner_plugins("randomly", ...)`` (tests/conftest.py applies it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+UNRELATED = ("hypothesispytest", "randomly", "anyio", "html", "html_fixtures", "metadata")
+
+
+def addopts(keep: tuple[str, ...] = ()) -> str:
+    """``PYTEST_ADDOPTS`` for an inner run that loads none of :data:`UNRELATED` but ``keep``.
+
+    >>> addopts(keep=("randomly", "hypothesispytest", "anyio", "html", "html_fixtures"))
+    '-p no:metadata'
+    """
+    return " ".join(f"-p no:{name}" for name in UNRELATED if name not in keep)
+
+
+def kept(request: pytest.FixtureRequest) -> tuple[str, ...]:
+    """The plugins the requesting test's ``inner_plugins`` marks keep in its inner runs."""
+    return tuple(name for mark in request.node.iter_markers("inner_plugins") for name in mark.args)
