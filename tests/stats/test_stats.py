@@ -43,8 +43,17 @@ def cartpole_like(rng: np.random.Generator, n: int):
 
 
 def _true_ratio(generator) -> float:
-    nominal, perturbed = generator(np.random.default_rng(123), 2_000_000)
-    return float(perturbed.mean() / nominal.mean())
+    """E[perturbed] / E[nominal], exactly. smooth: 0.8 by construction. cartpole_like:
+    E[min(X, c)] = m (1 - e^(-c/m)) for X exponential with mean m, and the perturbed return
+    min(X, Y, 500) caps the minimum of two exponentials, itself exponential with mean
+    1 / (1/3000 + 1/400). (2,000,000 draws, which this replaced, gave 0.79997 and 0.58073.)"""
+    if generator is smooth:
+        return 0.8
+
+    def capped_mean(m: float) -> float:
+        return -m * math.expm1(-500 / m)
+
+    return capped_mean(1 / (1 / 3000 + 1 / 400)) / capped_mean(3000)
 
 
 # ------------------------------------------------------------------ many intervals at once
