@@ -71,9 +71,10 @@ def _bootstrap_rows(nominal: np.ndarray, perturbed: np.ndarray,
     ``2 Phi(sqrt(n / (n - 1)) t[n-1](0.975)) - 1``, widened to hold the point.
 
     The rows share one draw of resampled indices, so a row's interval is distributed just
-    as the library's (its indices are drawn independently of its data); the coverage and
-    error rates measured on rows are those of the library's intervals, ten times faster
-    than 2 ms a call. ``_intervals`` ties this to ``paired_ratio_ci`` sample by sample."""
+    as the library's (its indices are drawn independently of its data): the coverage and
+    error rates measured on rows are those of the library's intervals, at about 0.3 ms a
+    row instead of paired_ratio_ci's 2 ms a call (scipy's overhead). ``_intervals`` ties
+    this to ``paired_ratio_ci`` sample by sample."""
     size = nominal.shape[1]
     level = 2.0 * stats.norm.cdf(
         math.sqrt(size / (size - 1)) * stats.t.ppf(0.975, size - 1)) - 1.0
