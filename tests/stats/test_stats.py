@@ -66,7 +66,7 @@ TIED = 100
 def _bootstrap_rows(nominal: np.ndarray, perturbed: np.ndarray,
                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """``paired_ratio_ci(row, n_resamples=999)``'s interval for every row of the
-    ``(samples, EPISODES)`` arrays, from one call of the scipy bootstrap that it makes once
+    ``(samples, episodes)`` arrays (or of one 1-D sample), from one call of the scipy bootstrap that it makes once
     per sample: paired BCa of the ratio of means at the expanded level
     ``2 Phi(sqrt(n / (n - 1)) t[n-1](0.975)) - 1``, widened to hold the point.
 
@@ -75,7 +75,7 @@ def _bootstrap_rows(nominal: np.ndarray, perturbed: np.ndarray,
     error rates measured on rows are those of the library's intervals, at about 0.3 ms a
     row instead of paired_ratio_ci's 2 ms a call (scipy's overhead). ``_intervals`` ties
     this to ``paired_ratio_ci`` sample by sample."""
-    size = nominal.shape[1]
+    size = nominal.shape[-1]
     level = 2.0 * stats.norm.cdf(
         math.sqrt(size / (size - 1)) * stats.t.ppf(0.975, size - 1)) - 1.0
 
@@ -90,7 +90,7 @@ def _bootstrap_rows(nominal: np.ndarray, perturbed: np.ndarray,
     low, high = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
     # these simulations never need paired_ratio_ci's fallbacks (degenerate data, BCa undefined)
     assert np.isfinite(low).all() and np.isfinite(high).all()
-    point = perturbed.mean(1) / nominal.mean(1)
+    point = perturbed.mean(-1) / nominal.mean(-1)
     return np.minimum(low, point), np.maximum(high, point)
 
 
@@ -105,7 +105,7 @@ def _intervals(nominal: np.ndarray, perturbed: np.ndarray, tied: int = TIED) -> 
     for i in range(min(tied, len(nominal))):
         out[i] = paired_ratio_ci(nominal[i], perturbed[i], seed=i, n_resamples=999)
         rng = np.random.default_rng(np.random.SeedSequence([i, 0x5EED]))
-        again = _bootstrap_rows(nominal[i:i + 1], perturbed[i:i + 1], rng)
+        again = _bootstrap_rows(nominal[i], perturbed[i], rng)  # 1-D, as the library's call
         assert tuple(out[i]) == pytest.approx((again[0][0], again[1][0]), rel=1e-9), i
     rng = np.random.default_rng(np.random.SeedSequence([len(nominal), 0xB47C]))
     for start in range(tied, len(nominal), 200):
