@@ -38,17 +38,24 @@ WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
 def zoo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A zoo folder (logs/ppo/<Env>_1) of a CnnPolicy PPO trained as the zoo trains
     Atari agents: AtariWrapper, then VecFrameStack(4)."""
+    import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.atari_wrappers import AtariWrapper
     from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
     register_ale(ENV)
     venv = VecFrameStack(DummyVecEnv([lambda: AtariWrapper(gym.make(ENV))]), 4)
-    # One update of 8 steps (each step a CNN forward pass, ~50 ms of CPU): trained, its
-    # optimizer state saved with it, as a zoo agent's is.
-    model = PPO("CnnPolicy", venv, n_steps=8, batch_size=8, n_epochs=1, seed=0, device="cpu",
-                policy_kwargs={"features_extractor_kwargs": {"features_dim": 32}})
-    model.learn(8)
+    # One update of 8 steps: trained, its optimizer state saved with it, as a zoo agent's
+    # is. On one torch thread: the CNN's convolutions on two cost 4x the CPU here.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = PPO("CnnPolicy", venv, n_steps=8, batch_size=8, n_epochs=1, seed=0,
+                    device="cpu",
+                    policy_kwargs={"features_extractor_kwargs": {"features_dim": 32}})
+        model.learn(8)
+    finally:
+        torch.set_num_threads(threads)
     run = tmp_path_factory.mktemp("logs") / "ppo" / f"{ENV}_1"
     (run / ENV).mkdir(parents=True)
     model.save(run / f"{ENV}.zip")
