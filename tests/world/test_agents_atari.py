@@ -38,15 +38,24 @@ WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
 def zoo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A zoo folder (logs/ppo/<Env>_1) of a CnnPolicy PPO trained as the zoo trains
     Atari agents: AtariWrapper, then VecFrameStack(4)."""
+    import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.atari_wrappers import AtariWrapper
     from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
     register_ale(ENV)
     venv = VecFrameStack(DummyVecEnv([lambda: AtariWrapper(gym.make(ENV))]), 4)
-    model = PPO("CnnPolicy", venv, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu",
-                policy_kwargs={"features_extractor_kwargs": {"features_dim": 32}})
-    model.learn(32)
+    # One update of 8 steps: trained, its optimizer state saved with it, as a zoo agent's
+    # is. On one torch thread: the CNN's convolutions on two cost 4x the CPU here.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = PPO("CnnPolicy", venv, n_steps=8, batch_size=8, n_epochs=1, seed=0,
+                    device="cpu",
+                    policy_kwargs={"features_extractor_kwargs": {"features_dim": 32}})
+        model.learn(8)
+    finally:
+        torch.set_num_threads(threads)
     run = tmp_path_factory.mktemp("logs") / "ppo" / f"{ENV}_1"
     (run / ENV).mkdir(parents=True)
     model.save(run / f"{ENV}.zip")
@@ -84,22 +93,33 @@ def test_a_zoo_atari_folder_reads_its_wrapper_and_frame_stack(zoo_run: Path):
     assert run.needs.wrappers == ((WRAPPER, {}),) and run.needs.trained_on == ENV
 
 
-def test_it_is_sampled_by_default_as_the_zoo_evaluates_atari(zoo_run: Path):
-    sampled = as_policy(zoo_run, env=ENV)
+@pytest.fixture(scope="module")
+def sampled(zoo_run: Path):
+    """The zoo folder's agent as as_policy gives it by default (the tests only read it)."""
+    return as_policy(zoo_run, env=ENV)
+
+
+@pytest.fixture(scope="module")
+def chosen(zoo_run: Path):
+    """The zoo folder's agent with deterministic=True (a weights-only load, the default)."""
+    return as_policy(zoo_run, env=ENV, deterministic=True)
+
+
+def test_it_is_sampled_by_default_as_the_zoo_evaluates_atari(sampled, chosen):
     assert sampled.name == f"PPO({ENV}_1, stochastic)"
     assert sampled.policy.deterministic is False  # behind its frame stack
-    chosen = as_policy(zoo_run, env=ENV, deterministic=True)
     assert chosen.name == f"PPO({ENV}_1)" and chosen.policy.deterministic is True
     # Everything else keeps the deterministic default.
     assert as_policy(Path(__file__).parents[1] / "data" / "zoo" / "ppo" / "CartPole-v1_1",
                      env="CartPole-v1").deterministic is True
 
 
-def test_weights_only_and_trusted_loads_take_the_same_actions(zoo_run: Path):
+def test_weights_only_and_trusted_loads_take_the_same_actions(zoo_run: Path, chosen):
     frames = np.random.default_rng(0).integers(0, 256, (3, 84, 84, 4), dtype=np.uint8)
     actions = []
     for trusted in (False, True):
-        policy = as_policy(zoo_run, env=ENV, deterministic=True, trusted=trusted)
+        policy = (as_policy(zoo_run, env=ENV, deterministic=True, trusted=True) if trusted
+                  else chosen)  # trusted=False: the default's load
         policy.bind(gym.spaces.Box(0, 255, (84, 84, 1), np.uint8), gym.spaces.Discrete(4))
         states = [policy.initial_state(np.random.SeedSequence(i)) for i in range(3)]
         rows = [policy.act(frames[:, :, :, k:k + 1], states) for k in range(4)]
@@ -125,8 +145,8 @@ def _zoo_scores(seed: int, actions: np.ndarray) -> tuple[float, int, int]:
     raise AssertionError("the game did not end")
 
 
-def test_an_episode_is_one_whole_game_scored_unclipped_as_the_zoo_scores_it(zoo_run: Path):
-    env = env_for(as_policy(zoo_run, env=ENV), ENV).make()
+def test_an_episode_is_one_whole_game_scored_unclipped_as_the_zoo_scores_it(sampled):
+    env = env_for(sampled, ENV).make()
     actions = np.random.default_rng(3).integers(0, 4, 2000)
     env.reset(seed=7)
     total, steps, lives = 0.0, 0, {env.unwrapped.ale.lives()}
