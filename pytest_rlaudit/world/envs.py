@@ -16,7 +16,7 @@ zero-argument factory returning a new ``gymnasium.Env`` on each call.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -39,13 +39,19 @@ class AuditEnv:
 
     ``source``: the id or ``EnvSpec`` it makes, if any (so keyword arguments can still be
     passed to ``gymnasium.make``); ``needs``: the agent's needs already applied to it
-    (:class:`~pytest_rlaudit.world.agents.EnvNeeds`), so they are applied once.
+    (:class:`~pytest_rlaudit.world.agents.EnvNeeds`), so they are applied once;
+    ``recipe``: a hashable value equal for AuditEnvs whose factories make the same env
+    (an id, its keyword arguments, the agent's wrappers), None where only the factory
+    itself says that. Each call of :func:`env_spec` makes a new factory, so facts learnt
+    about an env once (:func:`~pytest_rlaudit.world.reuse.reset_verdict`) are kept by
+    recipe.
     """
 
     name: str
     factory: Callable[[], gym.Env]
     source: str | EnvSpec | None = None
     needs: Any = None
+    recipe: Hashable | None = None
 
     def make(self) -> gym.Env:
         with mujoco_warnings():  # an audit builds many: MuJoCo's would print each time
@@ -186,7 +192,25 @@ def _id_env(env: str, kwargs: dict[str, Any]) -> AuditEnv:
             raise _unregistered_version(env_id, versions)
         raise _unknown_id(env_id, module or None)
     _checked(env, env_id, kwargs)
-    return AuditEnv(env, lambda: gym.make(env_id, **kwargs), source=env)
+    return AuditEnv(env, lambda: gym.make(env_id, **kwargs), source=env,
+                    recipe=recipe(env, kwargs))
+
+
+def recipe(*parts: Any) -> Hashable | None:
+    """``parts`` as an :attr:`AuditEnv.recipe`, keyword-argument mappings as sorted
+    pairs; None if a part cannot be hashed (then no two AuditEnvs share what is learnt).
+
+    >>> recipe("CartPole-v1", {"max_episode_steps": 50}) == recipe("CartPole-v1", {"max_episode_steps": 50})
+    True
+    >>> recipe("CartPole-v1", {"weights": [1, 2]}) is None
+    True
+    """
+    frozen = tuple(tuple(sorted(p.items())) if isinstance(p, Mapping) else p for p in parts)
+    try:
+        hash(frozen)
+    except TypeError:
+        return None
+    return frozen
 
 
 def env_spec(env: EnvLike, **kwargs: Any) -> AuditEnv:

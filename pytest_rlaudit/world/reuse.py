@@ -69,7 +69,7 @@ class Verdict(NamedTuple):
     detail: str = ""
 
 
-_verdicts: dict[tuple[str, Any], Verdict] = {}
+_verdicts: dict[Any, Verdict] = {}
 
 
 def reset_is_exact(env: AuditEnv) -> bool:
@@ -78,8 +78,10 @@ def reset_is_exact(env: AuditEnv) -> bool:
     Decided by the entry point of a registered env made as ``gymnasium.make`` makes it (no
     wrappers beyond its default ones): True for :data:`EXACT_FAMILIES`, False for
     :data:`NOT_EXACT`. Otherwise :func:`probe` decides, once per process for each
-    name and factory (a name alone is not enough: every lambda of one function has the
-    same one, and an id's keyword arguments are not in it).
+    :attr:`~pytest_rlaudit.world.envs.AuditEnv.recipe` (an id with its keyword arguments
+    and the agent's wrappers: every :func:`~pytest_rlaudit.world.envs.env_spec` call makes
+    a new factory), or for each name and factory where there is none (a name alone is not
+    enough: every lambda of one function has the same one).
 
     >>> from pytest_rlaudit.world.envs import env_spec
     >>> reset_is_exact(env_spec("FrozenLake-v1"))
@@ -102,8 +104,8 @@ def reset_verdict(env: AuditEnv) -> Verdict:
         return Verdict(KEEPS_STATE)
     if module is not None and module.startswith(EXACT_FAMILIES):
         return Verdict(EXACT)
+    key: Any = ("recipe", env.recipe) if env.recipe is not None else (env.name, env.factory)
     try:
-        key: tuple[str, Any] | None = (env.name, env.factory)
         hash(key)
     except TypeError:  # an unhashable factory: probe every time
         key = None

@@ -22,6 +22,7 @@ from gymnasium import spaces
 from toy_envs import CounterEnv
 
 from pytest_rlaudit.world import reuse
+from pytest_rlaudit.world.agents import EnvNeeds
 from pytest_rlaudit.world.envs import AuditEnv, env_spec
 from pytest_rlaudit.world.reuse import probe_reset, reset_is_exact
 
@@ -238,6 +239,29 @@ def test_a_probe_runs_once_per_name_and_factory(monkeypatch):
     assert not reset_is_exact(env_spec(factory)) and len(made) == 3  # cached
     other = AuditEnv(env.name, lambda: CounterEnv(horizon=10))  # same name, other factory
     assert reset_is_exact(other)
+
+
+def test_a_probe_runs_once_per_recipe_however_often_the_env_is_named(monkeypatch):
+    """Every env_spec call (each agent load, each audit) makes a new factory: the verdict
+    is kept by what the factory makes (an id, its keyword arguments, the agent's
+    wrappers), so an id outside gymnasium's families is probed once per process."""
+    monkeypatch.setattr(reuse, "_verdicts", {})
+    probed, real = [], reuse.probe
+    monkeypatch.setattr(reuse, "probe", lambda env, **kw: probed.append(env.name) or real(env, **kw))
+    if "RlauditCounter-v0" not in gym.registry:
+        gym.register("RlauditCounter-v0", entry_point="toy_envs:CounterEnv")
+    assert all(reset_is_exact(env_spec("RlauditCounter-v0", horizon=10)) for _ in range(3))
+    assert len(probed) == 1
+    assert reset_is_exact(env_spec("RlauditCounter-v0", horizon=12)) and len(probed) == 2
+    clipped = EnvNeeds(wrappers=(("gymnasium.wrappers.ClipReward", {"max_reward": 1.0}),))
+    assert all(reset_is_exact(clipped.apply("RlauditCounter-v0")) for _ in range(3))
+    assert len(probed) == 3  # inside the agent's wrappers: another env, probed once
+    wider = EnvNeeds(wrappers=(("gymnasium.wrappers.ClipReward", {"max_reward": 2.0}),))
+    assert reset_is_exact(wider.apply("RlauditCounter-v0")) and len(probed) == 4
+    # keyword arguments that cannot be hashed give no recipe: probed every time, as a
+    # factory is
+    for _ in range(2):
+        assert env_spec("RlauditCounter-v0", horizon=10, box_actions=[0]).recipe is None
 
 
 def test_an_allowed_id_inside_the_agents_wrappers_is_probed():

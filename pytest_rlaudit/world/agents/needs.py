@@ -24,7 +24,7 @@ from gymnasium.envs.registration import EnvSpec
 from ..._optional import install_hint
 from ...errors import AgentWarning, PolicyError
 from ..atari import with_whole_games
-from ..envs import AuditEnv, EnvLike, env_spec
+from ..envs import AuditEnv, EnvLike, env_spec, recipe
 
 __all__ = ["EnvNeeds", "import_wrapper"]
 
@@ -112,7 +112,9 @@ class EnvNeeds:
         # the audit's episode is a whole game with its own score, as the zoo scores it.
         factory = ((lambda: with_whole_games(spec.make, self.wrap)) if self.wrappers
                    else spec.factory)
-        return AuditEnv(spec.name, factory, source=spec.source, needs=self)
+        made = recipe(spec.recipe, *(part for wrapper in self.wrappers for part in wrapper))
+        return AuditEnv(spec.name, factory, source=spec.source, needs=self,
+                        recipe=made if spec.recipe is not None else None)
 
     def _note_other_env(self, audited: str) -> None:
         if not self.trained_on or audited == self.trained_on or audited not in gym.registry:
