@@ -807,10 +807,16 @@ def test_the_rl_audit_marker_selects_the_zero_config_items_too(tester: pytest.Py
     others.stdout.fnmatch_lines(["test_plain.py::test_plain", "1/6 tests collected (5 deselected)*"])
 
 
+_LOCAL_RECORDS: list[dict] = []
+
+
 @pytest.mark.parametrize("where", [("--rl-workers", "2"), ("--rl-workers", "auto")])
 def test_rl_workers_changes_where_envs_step_not_a_number(tester: pytest.Pytester, where):
     chosen = ("--rl-scenarios", "jitter,obs_noise")
-    local, spread = (records(tester.runpytest(*ZERO, *chosen, *extra)) for extra in ((), where))
+    if not _LOCAL_RECORDS:  # the run without --rl-workers, made once per process
+        _LOCAL_RECORDS.append(records(tester.runpytest(*ZERO, *chosen)))
+    local = json.loads(json.dumps(_LOCAL_RECORDS[0]))
+    spread = records(tester.runpytest(*ZERO, *chosen, *where))
     for record in (*local.values(), *spread.values()):
         record.pop("seconds", None)
     assert local == spread and len(local) == 2
