@@ -319,58 +319,103 @@ BAD_MARKERS = [
 ]
 
 
+def collection_errors(out: str) -> dict[str, str]:
+    """Each module's "ERROR collecting" section of a run's output, by file name."""
+    sections, name = {}, None
+    for line in out.splitlines():
+        header = re.fullmatch(r"_+ ERROR collecting (\S+) _+", line)
+        if header:
+            name = header.group(1)
+            sections[name] = ""
+        elif line.startswith("=") or re.fullmatch(r"_+ .* _+", line):
+            name = None
+        elif name is not None:
+            sections[name] += line + "\n"
+    return sections
+
+
+_BAD_MARKER_RUNS: dict[tuple[str, ...], tuple[pytest.ExitCode | int, str]] = {}
+
+
+def _bad_marker_run(pytester: pytest.Pytester, args: tuple[str, ...]) -> tuple[
+        pytest.ExitCode | int, str]:
+    """One run with ``args`` of a module per bad marker (test_bad_<i>.py for BAD_MARKERS[i]),
+    made once per process: each collection error is its module's, so each test reads its own
+    module's section (18 in-process runs were 2)."""
+    if args not in _BAD_MARKER_RUNS:
+        pytester.makepyfile(**{f"test_bad_{i}": f"""
+            import pytest
+
+            {marker}
+            @pytest.mark.rl_scenario("jitter")
+            def test_x(rl_audit):
+                rl_audit()
+
+            def test_plain():
+                pass
+        """ for i, (marker, _) in enumerate(BAD_MARKERS)})
+        result = pytester.runpytest(*args)
+        _BAD_MARKER_RUNS[args] = result.ret, text(result)
+    return _BAD_MARKER_RUNS[args]
+
+
 @pytest.mark.parametrize(("marker", "fragments"), BAD_MARKERS,
                          ids=[m for m, _ in BAD_MARKERS])
 def test_a_bad_marker_is_a_collection_error_that_says_which(
         pytester: pytest.Pytester, marker: str, fragments: list[str]):
-    pytester.makepyfile(test_bad=f"""
-        import pytest
-
-        {marker}
-        @pytest.mark.rl_scenario("jitter")
-        def test_x(rl_audit):
-            rl_audit()
-
-        def test_plain():
-            pass
-    """)
+    module = f"test_bad_{[m for m, _ in BAD_MARKERS].index(marker)}.py"
     for args in ((), ("--rl-audit",)):  # thresholds and episodes are checked either way
-        result = pytester.runpytest(*args)
-        assert result.ret == INTERRUPTED, args
-        out = text(result)
-        assert "ERROR collecting test_bad.py" in out
-        assert "test_bad.py::test_x" in out  # names the test
+        ret, out = _bad_marker_run(pytester, args)
+        assert ret == INTERRUPTED, args
+        errors = collection_errors(out)
+        # every module is an error of its own (none hides another's), this one says its own
+        assert sorted(errors) == sorted(f"test_bad_{i}.py" for i in range(len(BAD_MARKERS)))
+        section = errors[module]
+        assert f"{module}::test_x" in section  # names the test
         for fragment in fragments:
-            assert fragment in out, (fragment, out)
+            assert fragment in section, (fragment, section)
         assert "INTERNALERROR" not in out
 
 
-@pytest.mark.parametrize(("marker", "fragments"), [
-    ('@pytest.mark.rl_scenario("jiter")',
-     ["unknown scenario 'jiter'", "Did you mean 'jitter'?", "Known scenarios: ", "delay",
-      "obs_noise"]),
-    ("@pytest.mark.rl_scenario()",
-     ["rl_scenario(*names, **params) needs at least one scenario name", "known: "]),
-    ('@pytest.mark.rl_scenario("jitter", jiter=2)',
-     ["scenario 'jitter' has no parameter 'jiter'", "its parameters are: base, jitter"]),
-    ('@pytest.mark.rl_scenario("jitter", "delay", "jitter")',
-     ["scenario 'jitter' is listed twice; each name may appear once."]),
-], ids=["unknown-name", "no-names", "unknown-param", "twice"])
-def test_a_bad_rl_scenario_marker_is_a_collection_error_with_rl_audit(
-        pytester: pytest.Pytester, marker: str, fragments: list[str]):
-    pytester.makepyfile(test_bad=f"""
-        import pytest
+BAD_SCENARIO_MARKERS = {
+    "unknown-name": ('@pytest.mark.rl_scenario("jiter")',
+                     ["unknown scenario 'jiter'", "Did you mean 'jitter'?", "Known scenarios: ",
+                      "delay", "obs_noise"]),
+    "no-names": ("@pytest.mark.rl_scenario()",
+                 ["rl_scenario(*names, **params) needs at least one scenario name", "known: "]),
+    "unknown-param": ('@pytest.mark.rl_scenario("jitter", jiter=2)',
+                      ["scenario 'jitter' has no parameter 'jiter'",
+                       "its parameters are: base, jitter"]),
+    "twice": ('@pytest.mark.rl_scenario("jitter", "delay", "jitter")',
+              ["scenario 'jitter' is listed twice; each name may appear once."]),
+}
+_BAD_SCENARIO_RUN: list[tuple[pytest.ExitCode | int, str]] = []
 
-        {marker}
-        def test_x(rl_audit):
-            rl_audit()
-    """)
-    result = pytester.runpytest("--rl-audit")
-    assert result.ret == INTERRUPTED
-    out = text(result)
-    assert "test_bad.py::test_x: @pytest.mark.rl_scenario" in out
-    for fragment in fragments:
-        assert fragment in out, (fragment, out)
+
+@pytest.mark.parametrize("case", list(BAD_SCENARIO_MARKERS))
+def test_a_bad_rl_scenario_marker_is_a_collection_error_with_rl_audit(
+        pytester: pytest.Pytester, case: str):
+    # one --rl-audit run (made once per process) of a module per case, test_bad_<case>.py:
+    # each collection error is its module's, and each case reads its own module's section
+    if not _BAD_SCENARIO_RUN:
+        pytester.makepyfile(**{f"test_bad_{name.replace('-', '_')}": f"""
+            import pytest
+
+            {marker}
+            def test_x(rl_audit):
+                rl_audit()
+        """ for name, (marker, _) in BAD_SCENARIO_MARKERS.items()})
+        result = pytester.runpytest("--rl-audit")
+        _BAD_SCENARIO_RUN.append((result.ret, text(result)))
+    ret, out = _BAD_SCENARIO_RUN[0]
+    assert ret == INTERRUPTED
+    errors = collection_errors(out)
+    modules = {name: f"test_bad_{name.replace('-', '_')}.py" for name in BAD_SCENARIO_MARKERS}
+    assert sorted(errors) == sorted(modules.values())  # each module an error of its own
+    section = errors[modules[case]]
+    assert f"{modules[case]}::test_x: @pytest.mark.rl_scenario" in section
+    for fragment in BAD_SCENARIO_MARKERS[case][1]:
+        assert fragment in section, (fragment, section)
     assert "INTERNALERROR" not in out
 
 
@@ -762,10 +807,16 @@ def test_the_rl_audit_marker_selects_the_zero_config_items_too(tester: pytest.Py
     others.stdout.fnmatch_lines(["test_plain.py::test_plain", "1/6 tests collected (5 deselected)*"])
 
 
+_LOCAL_RECORDS: list[dict] = []
+
+
 @pytest.mark.parametrize("where", [("--rl-workers", "2"), ("--rl-workers", "auto")])
 def test_rl_workers_changes_where_envs_step_not_a_number(tester: pytest.Pytester, where):
     chosen = ("--rl-scenarios", "jitter,obs_noise")
-    local, spread = (records(tester.runpytest(*ZERO, *chosen, *extra)) for extra in ((), where))
+    if not _LOCAL_RECORDS:  # the run without --rl-workers, made once per process
+        _LOCAL_RECORDS.append(records(tester.runpytest(*ZERO, *chosen)))
+    local = json.loads(json.dumps(_LOCAL_RECORDS[0]))
+    spread = records(tester.runpytest(*ZERO, *chosen, *where))
     for record in (*local.values(), *spread.values()):
         record.pop("seconds", None)
     assert local == spread and len(local) == 2

@@ -7,7 +7,9 @@ from __future__ import annotations
 import glob
 import json
 import re
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 # In-process pytester runs reuse these instead of importing them afresh on every run.
 import gymnasium  # noqa: F401
@@ -65,13 +67,39 @@ def _properties(xml_path) -> dict[str, dict[str, str]]:
             for case in root.iter("testcase")}
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
-def test_the_smallest_failing_schedule_reaches_every_report(project, tmp_path, xdist):
-    project.makepyfile(test_sched_reports=PROPERTY_TESTS)
-    junit, report = tmp_path / "junit.xml", tmp_path / "report"
-    result = project.runpytest("--rl-audit", f"--junitxml={junit}", f"--rl-report={report}",
-                               *xdist)
+_SCHEDULE_RUNS: dict[str, tuple[pytest.RunResult, Path]] = {}
+
+
+def _schedule_runs(project: pytest.Pytester, tmp_path: Path) -> dict[
+        str, tuple[pytest.RunResult, Path]]:
+    """PROPERTY_TESTS run without xdist and at -n 2 (the result, and the folder of its
+    junit.xml and report/), made once per process: each case of the test below reads its
+    own. Their summary.json is the same (checked below), so only the first draws the
+    report's figures from it: the -n 2 run, whose controller is this process, writes it
+    without matplotlib (no figures, some 2 CPU s less)."""
+    if not _SCHEDULE_RUNS:
+        project.makepyfile(test_sched_reports=PROPERTY_TESTS)
+        for mode, xdist in (("no-xdist", []), ("n2", ["-n", "2"])):
+            folder = tmp_path / mode
+            with pytest.MonkeyPatch.context() as mp:
+                if mode == "n2":
+                    mp.setitem(sys.modules, "matplotlib", None)
+                result = project.runpytest("--rl-audit", f"--junitxml={folder / 'junit.xml'}",
+                                           f"--rl-report={folder / 'report'}", *xdist)
+            _SCHEDULE_RUNS[mode] = result, folder
+    return _SCHEDULE_RUNS
+
+
+@pytest.mark.parametrize("mode", ["no-xdist", "n2"])
+def test_the_smallest_failing_schedule_reaches_every_report(project, tmp_path, mode):
+    runs = _schedule_runs(project, tmp_path)
+    result, folder = runs[mode]
+    junit, report = folder / "junit.xml", folder / "report"
     result.assert_outcomes(passed=1, failed=1)
+    assert ("created: 2/2 workers" in result.stdout.str()) == (mode == "n2")
+    # the same summary.json in both modes, byte for byte (the figures are drawn from it)
+    assert (report / "summary.json").read_text() == (
+        runs["no-xdist"][1] / "report" / "summary.json").read_text()
     # hypothesis prints the example with our repr, not as the strategy's mapping call
     shown_as = [line for line in result.outlines if re.search(r"\bschedule=(?!schedules\()", line)]
     assert shown_as and all("schedule=Schedule(" in line for line in shown_as), shown_as

@@ -13,6 +13,7 @@ import json
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import cartpole_agents
@@ -148,23 +149,45 @@ def _own_tests_filmed(result: pytest.RunResult, folder: Any) -> None:
     assert len(list((folder / "videos").iterdir())) == 2
 
 
+_OWN_RUNS: dict[str, tuple[pytest.RunResult, Path]] = {}
+
+
+def _own_runs(tester: pytest.Pytester, tmp_path: Path) -> dict[str, tuple[pytest.RunResult, Path]]:
+    """OWN's run in this process and at -n 2, each with its report folder, made once per
+    process: each of the two tests below reads its own. Their summary.json is the same
+    (checked below), so only the first draws the page's figures from it: the -n 2 run,
+    whose controller is this process, writes its report without matplotlib (the videos and
+    their captions are on its page all the same; some 1.5 CPU s less)."""
+    if not _OWN_RUNS:
+        tester.makepyfile(test_own=OWN.format(agents="agents"))
+        out = tmp_path / "in-process"
+        _OWN_RUNS["in-process"] = tester.runpytest(f"--rl-report={out}", "--rl-videos"), out
+        # a module name of its own: workers import it afresh, the controller never does
+        tester.makepyfile(videos_agents=cartpole_agents.source(),
+                          test_own=OWN.format(agents="videos_agents"))
+        out = tmp_path / "n2"
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setitem(sys.modules, "matplotlib", None)
+            _OWN_RUNS["n2"] = tester.runpytest("-n", "2", "-p", "no:benchmark",
+                                               f"--rl-report={out}", "--rl-videos"), out
+    return _OWN_RUNS
+
+
 def test_a_test_that_calls_assert_robust_itself_is_filmed_when_it_fails(
-        tester: pytest.Pytester):
-    tester.makepyfile(test_own=OWN.format(agents="agents"))
-    result = tester.runpytest("--rl-report=out", "--rl-videos")
-    _own_tests_filmed(result, tester.path / "out")
+        tester: pytest.Pytester, tmp_path):
+    result, out = _own_runs(tester, tmp_path)["in-process"]
+    assert "created: 2/2 workers" not in result.stdout.str()
+    _own_tests_filmed(result, out)
 
 
 def test_own_assert_robust_tests_are_filmed_by_the_xdist_workers_that_ran_them(
-        pytester: pytest.Pytester, tmp_path):
-    # a module name of its own: workers import it afresh, the controller never does
-    pytester.makepyfile(videos_agents=cartpole_agents.source(),
-                        test_own=OWN.format(agents="videos_agents"))
-    pytester.syspathinsert()
-    out = tmp_path / "out"
-    result = pytester.runpytest("-n", "2", "-p", "no:benchmark", f"--rl-report={out}",
-                                "--rl-videos")
+        tester: pytest.Pytester, tmp_path):
+    runs = _own_runs(tester, tmp_path)
+    result, out = runs["n2"]
+    assert "created: 2/2 workers" in result.stdout.str()
     _own_tests_filmed(result, out)
+    assert (out / "summary.json").read_text() == (
+        runs["in-process"][1] / "summary.json").read_text()
 
 
 def test_a_check_that_kept_only_its_numbers_is_noted_as_not_filmed(tmp_path):
