@@ -113,6 +113,15 @@ def _local_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The Ray tests first. Their module starts one local Ray instance (3-7 s of waiting
+    and CPU), but under xdist's worksteal the tests at the end of a worker's share are
+    handed out again in pieces: test_ray.py, mid-suite, ran in three pieces on two
+    workers, each starting Ray anew, in the last minute of the run. At the front of the
+    first worker's share nothing is taken from them."""
+    items.sort(key=lambda item: item.path.name != "test_ray.py")  # stable: the rest keep their order
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "inner_plugins(*names): plugins of the dev extra this test's inner pytest "
