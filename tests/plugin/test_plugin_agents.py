@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import hypothesis  # noqa: F401
@@ -40,7 +41,10 @@ def test_a_zoo_folder_is_audited_from_the_command_line_and_rl_stochastic_samples
     # one run of each: the plain audit's nominal returns are the deterministic ones that
     # --rl-stochastic's sampled actions must change, the same way twice (2 episodes: each
     # sampled action is a policy call of its own, a row at a time)
-    result = pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-report", "out")
+    # (its report without matplotlib: summary.json is what is read, the figures are not)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "matplotlib", None)
+        result = pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-report", "out")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*A2C(Pendulum-v1_1)*Pendulum-v1*obs_noise*"])
     (record,) = _results(pytester)

@@ -4,6 +4,7 @@ and failing comparisons, mismatched, corrupt and partial baselines, reports, xdi
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 
 # In-process pytester runs reuse these instead of importing them afresh on every run.
@@ -91,11 +92,15 @@ def test_a_gate_that_ships_while_a_threshold_fails_says_what_decided_the_exit(te
 
 def test_a_degraded_agent_fails_the_run_naming_each_regression(tester, baseline, tmp_path):
     report = tmp_path / "report"
-    # Thresholds at FAIL: every test passes, so only the comparison can fail the run.
-    result = tester.runpytest(*zero_config("fragile", f"--rl-compare={baseline}",
-                                           "--rl-compare-fail", "return:5%",
-                                           "--rl-compare-fail", "ratio:0.05",
-                                           "--rl-min-rating", "FAIL", f"--rl-report={report}"))
+    # Thresholds at FAIL: every test passes, so only the comparison can fail the run. The
+    # report is written without matplotlib (no figures: not what this test reads, ~1 CPU s).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "matplotlib", None)
+        result = tester.runpytest(*zero_config("fragile", f"--rl-compare={baseline}",
+                                               "--rl-compare-fail", "return:5%",
+                                               "--rl-compare-fail", "ratio:0.05",
+                                               "--rl-min-rating", "FAIL",
+                                               f"--rl-report={report}"))
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
@@ -115,9 +120,24 @@ def test_a_degraded_agent_fails_the_run_naming_each_regression(tester, baseline,
     assert "| rl-audit::spike | spike | return | 439.1 | 216.9 | -222 | ❌ regressed |" in md
 
 
+_FRAGILE_RUN: dict = {}
+
+
+def _fragile_compared(tester: pytest.Pytester, baseline) -> tuple[pytest.RunResult, str]:
+    """The fragile agent's run compared with the robust baseline, without fail tolerances,
+    which saves its own results as a baseline too: run once per process, its output read by
+    the report-only test and its saved baseline by the improvement test (a run that
+    compares and saves at once saves the same results: test_xdist_saves_...)."""
+    if not _FRAGILE_RUN:
+        path = tester.path / "fragile.json"
+        result = tester.runpytest(*zero_config("fragile", f"--rl-compare={baseline}",
+                                               "--rl-min-rating", "FAIL", f"--rl-save={path}"))
+        _FRAGILE_RUN.update(result=result, saved=path.read_text())
+    return _FRAGILE_RUN["result"], _FRAGILE_RUN["saved"]
+
+
 def test_without_fail_tolerances_a_comparison_only_reports(tester, baseline):
-    result = tester.runpytest(*zero_config("fragile", f"--rl-compare={baseline}",
-                                           "--rl-min-rating", "FAIL"))
+    result, _ = _fragile_compared(tester, baseline)
     assert result.ret == 0
     result.stdout.fnmatch_lines([
         "WORSE      rl-audit::spike  spike: mean return 439.1 -> 216.9*",
@@ -126,9 +146,9 @@ def test_without_fail_tolerances_a_comparison_only_reports(tester, baseline):
     assert "SHIP" not in result.stdout.str() and "HOLD" not in result.stdout.str()
 
 
-def test_an_improvement_is_reported(tester, tmp_path):
-    path = tmp_path / "fragile.json"
-    tester.runpytest(*zero_config("fragile", f"--rl-save={path}", "--rl-min-rating", "FAIL"))
+def test_an_improvement_is_reported(tester, baseline, tmp_path):
+    path = tmp_path / "fragile.json"  # the fragile agent's baseline
+    path.write_text(_fragile_compared(tester, baseline)[1])
     result = tester.runpytest(*zero_config("robust", f"--rl-compare={path}",
                                            "--rl-compare-fail", "return:5%"))
     assert result.ret == 0

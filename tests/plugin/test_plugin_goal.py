@@ -6,6 +6,7 @@ and --rl-trusted itself in test_plugin_agents.py: one in-process run costs a sec
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,12 @@ OPTIONS = ("--rl-audit", "--rl-env", ENV_ID, "--rl-episodes", "4", "-p", "no:cac
 
 
 def test_a_her_zoo_folder_is_audited_from_the_command_line(goal_project, her_run):
-    result = goal_project.runpytest(
-        *OPTIONS, f"--rl-agent={her_run[0]}", "--rl-scenarios", "delay,obs_noise,dropped_obs",
-        "--rl-report", "out")
+    # its report without matplotlib: summary.json is what is read, the figures are not
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "matplotlib", None)
+        result = goal_project.runpytest(
+            *OPTIONS, f"--rl-agent={her_run[0]}", "--rl-scenarios",
+            "delay,obs_noise,dropped_obs", "--rl-report", "out")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines([f"*SAC({ENV_ID}_1)*{ENV_ID}*delay*"])
     records = json.loads((goal_project.path / "out" / "summary.json").read_text())["results"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import xml.etree.ElementTree as ET
 
 import gymnasium  # noqa: F401  (kept loaded across in-process runs)
@@ -27,8 +28,11 @@ def test_an_agent_that_does_not_clearly_beat_random_fails_and_every_output_says_
     pytester.makepyfile(pend=AGENT)
     report, xml, base = (pytester.path / "report", pytester.path / "out.xml",
                          pytester.path / "base.json")
-    result = pytester.runpytest(*ARGS, f"--rl-report={report}", f"--junitxml={xml}",
-                                f"--rl-save={base}", "-rf")
+    # the report without matplotlib: summary.json and .md are read, the figures are not
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "matplotlib", None)
+        result = pytester.runpytest(*ARGS, f"--rl-report={report}", f"--junitxml={xml}",
+                                    f"--rl-save={base}", "-rf")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     # the short summary's line starts with the essence, not an exception's dotted path

@@ -5,6 +5,7 @@ failures section, its short summary and the rl audit section in place, and fails
 from __future__ import annotations
 
 import json
+import sys
 import types
 
 # In-process pytester runs reuse these instead of importing them afresh on every run.
@@ -107,6 +108,8 @@ def test_a_renderer_bug_is_one_line_and_fails_an_otherwise_green_run(tester, mon
     tester.makepyfile(test_x=TESTS.split("def test_plain_failure")[0]
                       + TESTS.split("an ordinary failure\"\n")[1])
     monkeypatch.setattr(module, name, _bug)
+    # the report without matplotlib: the figures are no renderer these cases break
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
     result = tester.runpytest(*AUDIT, f"--rl-report={tmp_path / 'report'}")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
