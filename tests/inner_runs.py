@@ -11,6 +11,10 @@ them with ``@pytest.mark.inner_plugins("randomly", ...)`` (tests/conftest.py app
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
 UNRELATED = ("hypothesispytest", "randomly", "anyio", "html", "html_fixtures", "metadata")
@@ -28,3 +32,21 @@ def addopts(keep: tuple[str, ...] = ()) -> str:
 def kept(request: pytest.FixtureRequest) -> tuple[str, ...]:
     """The plugins the requesting test's ``inner_plugins`` marks keep in its inner runs."""
     return tuple(name for mark in request.node.iter_markers("inner_plugins") for name in mark.args)
+
+
+@contextmanager
+def without_figures() -> Iterator[None]:
+    """In-process runs inside write their ``--rl-report`` as on a machine without
+    matplotlib: summary.json and .md, and the page without figures. Drawing costs about a
+    CPU second a report; for runs whose figures no assertion reads (another run's, or
+    none).
+
+    >>> with without_figures():
+    ...     import matplotlib
+    Traceback (most recent call last):
+    ...
+    ModuleNotFoundError: import of matplotlib halted; None in sys.modules
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "matplotlib", None)
+        yield

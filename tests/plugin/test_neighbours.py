@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import xml.etree.ElementTree as ET
+from contextlib import nullcontext
 
 # In-process pytester runs reuse these instead of importing them afresh on every run. (The
 # inner test modules have names no module of this suite has: the suite's test_html.py,
 # imported under that name, would shadow an inner test_html.py.)
 import gymnasium  # noqa: F401
 import pytest
+from inner_runs import without_figures
 
 import pytest_rlaudit.verdicts.assertions  # noqa: F401  (the engine, and scipy with it)
 
@@ -61,8 +62,7 @@ def test_reruns_leave_one_record_per_test_the_last_attempt(tester: pytest.Pytest
     tester.makepyfile(test_reruns=RERUNS)
     report, junit, base = tmp_path / "report", tmp_path / "junit.xml", tmp_path / "base.json"
     # the report without matplotlib: its summary.json and .md are read, not its figures
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(sys.modules, "matplotlib", None)
+    with without_figures():
         result = tester.runpytest("--rl-audit", "--reruns", "2", f"--rl-report={report}",
                                   f"--rl-save={base}", f"--junitxml={junit}",
                                   "-p", "no:cacheprovider")
@@ -123,9 +123,9 @@ def test_randomly_shuffles_the_run_but_not_the_report(tester: pytest.Pytester, t
     runs, docs = [], []
     for seed in (1, 2):
         report = tmp_path / f"report{seed}"
-        with pytest.MonkeyPatch.context() as mp:
-            if seed == 2:  # its report without matplotlib: summary.json is the same, the
-                mp.setitem(sys.modules, "matplotlib", None)  # figures not read (~1 CPU s)
+        # seed 2's report without figures: its summary.json is compared, its figures are
+        # not (~1 CPU s)
+        with without_figures() if seed == 2 else nullcontext():
             result = tester.runpytest("--rl-audit", "-p", "randomly", f"--randomly-seed={seed}",
                                       "--rl-min-rating", "FAIL", f"--rl-report={report}", "-v",
                                       "-p", "no:cacheprovider")

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import hypothesis  # noqa: F401
 import pytest
 from audit_records import records
+from inner_runs import without_figures
 
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions  # noqa: F401
@@ -42,8 +42,7 @@ def test_a_zoo_folder_is_audited_from_the_command_line_and_rl_stochastic_samples
     # --rl-stochastic's sampled actions must change, the same way twice (2 episodes: each
     # sampled action is a policy call of its own, a row at a time)
     # (its report without matplotlib: summary.json is what is read, the figures are not)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(sys.modules, "matplotlib", None)
+    with without_figures():
         result = pytester.runpytest(*ZERO_CONFIG, "--rl-episodes", "2", "--rl-report", "out")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*A2C(Pendulum-v1_1)*Pendulum-v1*obs_noise*"])

@@ -4,13 +4,13 @@ and failing comparisons, mismatched, corrupt and partial baselines, reports, xdi
 from __future__ import annotations
 
 import json
-import sys
 import xml.etree.ElementTree as ET
 
 # In-process pytester runs reuse these instead of importing them afresh on every run.
 import gymnasium  # noqa: F401
 import hypothesis  # noqa: F401
 import pytest
+from inner_runs import without_figures
 
 import pytest_rlaudit.verdicts.assertions  # noqa: F401  (the engine, and scipy with it)
 
@@ -94,8 +94,7 @@ def test_a_degraded_agent_fails_the_run_naming_each_regression(tester, baseline,
     report = tmp_path / "report"
     # Thresholds at FAIL: every test passes, so only the comparison can fail the run. The
     # report is written without matplotlib (no figures: not what this test reads, ~1 CPU s).
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(sys.modules, "matplotlib", None)
+    with without_figures():
         result = tester.runpytest(*zero_config("fragile", f"--rl-compare={baseline}",
                                                "--rl-compare-fail", "return:5%",
                                                "--rl-compare-fail", "ratio:0.05",

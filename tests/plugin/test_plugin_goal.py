@@ -6,11 +6,11 @@ and --rl-trusted itself in test_plugin_agents.py: one in-process run costs a sec
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from goal_envs import ENV_ID
+from inner_runs import without_figures
 
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions  # noqa: F401
@@ -34,8 +34,7 @@ OPTIONS = ("--rl-audit", "--rl-env", ENV_ID, "--rl-episodes", "4", "-p", "no:cac
 
 def test_a_her_zoo_folder_is_audited_from_the_command_line(goal_project, her_run):
     # its report without matplotlib: summary.json is what is read, the figures are not
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(sys.modules, "matplotlib", None)
+    with without_figures():
         result = goal_project.runpytest(
             *OPTIONS, f"--rl-agent={her_run[0]}", "--rl-scenarios",
             "delay,obs_noise,dropped_obs", "--rl-report", "out")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import xml.etree.ElementTree as ET
 
 import gymnasium  # noqa: F401  (kept loaded across in-process runs)
 import pytest
+from inner_runs import without_figures
 
 AGENT = """
 import numpy as np
@@ -29,8 +29,7 @@ def test_an_agent_that_does_not_clearly_beat_random_fails_and_every_output_says_
     report, xml, base = (pytester.path / "report", pytester.path / "out.xml",
                          pytester.path / "base.json")
     # the report without matplotlib: summary.json and .md are read, the figures are not
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(sys.modules, "matplotlib", None)
+    with without_figures():
         result = pytester.runpytest(*ARGS, f"--rl-report={report}", f"--junitxml={xml}",
                                     f"--rl-save={base}", "-rf")
     result.assert_outcomes(failed=2)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import glob
 import json
 import re
-import sys
 import xml.etree.ElementTree as ET
+from contextlib import nullcontext
 from pathlib import Path
 
 # In-process pytester runs reuse these instead of importing them afresh on every run.
@@ -16,6 +16,7 @@ import gymnasium  # noqa: F401
 import hypothesis  # noqa: F401
 import pytest
 from cartpole_agents import fragile
+from inner_runs import without_figures
 
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.strategies
@@ -81,9 +82,7 @@ def _schedule_runs(project: pytest.Pytester, tmp_path: Path) -> dict[
         project.makepyfile(test_sched_reports=PROPERTY_TESTS)
         for mode, xdist in (("no-xdist", []), ("n2", ["-n", "2"])):
             folder = tmp_path / mode
-            with pytest.MonkeyPatch.context() as mp:
-                if mode == "n2":
-                    mp.setitem(sys.modules, "matplotlib", None)
+            with without_figures() if mode == "n2" else nullcontext():
                 result = project.runpytest("--rl-audit", f"--junitxml={folder / 'junit.xml'}",
                                            f"--rl-report={folder / 'report'}", *xdist)
             _SCHEDULE_RUNS[mode] = result, folder

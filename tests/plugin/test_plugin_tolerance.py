@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import matplotlib.pyplot  # noqa: F401
 import pytest
 from audit_records import records
 from cartpole_agents import fragile
+from inner_runs import without_figures
 
 from pytest_rlaudit import audit, tolerance
 
@@ -130,8 +130,7 @@ def test_a_curve_test_reports_its_curve_in_every_report_and_the_same_summary_und
     # (its figures and page are drawn from summary.json alone, drawn above from the same
     # summary: this run writes it without matplotlib, no figures, some 3 CPU s less)
     n2 = tmp_path / "n2"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(sys.modules, "matplotlib", None)
+    with without_figures():
         result = project.runpytest("--rl-audit", "-p", "no:benchmark", "-n", "2",
                                    f"--rl-report={n2}")
     result.assert_outcomes(passed=3, failed=1)

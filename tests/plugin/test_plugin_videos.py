@@ -26,6 +26,7 @@ import numpy as np
 import PIL.Image
 import pygame  # noqa: F401
 import pytest
+from inner_runs import without_figures
 
 import pytest_rlaudit.auditing.videos
 import pytest_rlaudit.plugin.videos
@@ -166,8 +167,7 @@ def _own_runs(tester: pytest.Pytester, tmp_path: Path) -> dict[str, tuple[pytest
         tester.makepyfile(videos_agents=cartpole_agents.source(),
                           test_own=OWN.format(agents="videos_agents"))
         out = tmp_path / "n2"
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setitem(sys.modules, "matplotlib", None)
+        with without_figures():
             _OWN_RUNS["n2"] = tester.runpytest("-n", "2", "-p", "no:benchmark",
                                                f"--rl-report={out}", "--rl-videos"), out
     return _OWN_RUNS

@@ -109,7 +109,7 @@ def test_a_renderer_bug_is_one_line_and_fails_an_otherwise_green_run(tester, mon
                       + TESTS.split("an ordinary failure\"\n")[1])
     monkeypatch.setattr(module, name, _bug)
     # the report without matplotlib: the figures are no renderer these cases break
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as inner_runs.without_figures
     result = tester.runpytest(*AUDIT, f"--rl-report={tmp_path / 'report'}")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED

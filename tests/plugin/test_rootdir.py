@@ -12,9 +12,9 @@ means the rootdir is the project, and two items mean its ini file's rl_scenarios
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
+from inner_runs import without_figures
 
 INI = "[pytest]\nrl_scenarios = jitter,delay\nrl_episodes = 2\n"
 COLLECT = ("--rl-audit", "--rl-env", "CartPole-v1", "--co", "-q")
@@ -85,8 +85,7 @@ def test_from_a_folder_below_the_rootdir_items_show_as_rl_audit_and_nothing_move
     monkeypatch.chdir(sub)
     # ../out is outside this folder but inside the rootdir: as a test path it moves nothing
     # (the report without matplotlib: its summary.json's node ids are read, not its figures)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(sys.modules, "matplotlib", None)
+    with without_figures():
         result = project.runpytest("--rl-audit", "--rl-agent", "agents:robust", "--rl-env",
                                    "CartPole-v1", "-v", "--rl-report", "../out")
     result.assert_outcomes(passed=2)

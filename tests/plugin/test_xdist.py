@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import xml.etree.ElementTree as ET
+from contextlib import nullcontext
 
 # Loaded here so that in-process pytester runs, which drop the modules they import, reuse
 # them (numpy's compiled modules cannot be loaded twice in one process).
@@ -19,6 +19,7 @@ import matplotlib.pyplot  # noqa: F401
 import numpy.fft  # noqa: F401
 import pytest
 from cartpole_agents import source
+from inner_runs import without_figures
 
 AGENTS = source()  # written as xdist_agents.py: module names must differ between pytester runs
 
@@ -93,13 +94,10 @@ def test_marked_audits_and_xfails_report_the_same_everywhere(project, tmp_path):
     for mode, args in {"no-xdist": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}.items():
         xml = tmp_path / f"{mode}.xml"
         report = tmp_path / mode
-        with pytest.MonkeyPatch.context() as mp:
-            if mode != "n2":
-                # The report's figures and page are drawn from summary.json alone, which
-                # must be the same in every mode: the n2 run (its controller in this
-                # process, as here) draws them; these two write it without matplotlib
-                # (no figures: some 3 CPU s a run).
-                mp.setitem(sys.modules, "matplotlib", None)
+        # The report's figures and page are drawn from summary.json alone, which must be
+        # the same in every mode: the n2 run (its controller in this process, as here)
+        # draws them; the other two write it without figures (some 3 CPU s a run).
+        with without_figures() if mode != "n2" else nullcontext():
             result = project.runpytest("--rl-audit", "-v", "-p", "no:benchmark", *args,
                                        f"--junitxml={xml}", f"--rl-report={report}")
         # fragile fails jitter and spike; the xfail's delay passes: strict xfail turns it red
