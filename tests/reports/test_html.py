@@ -345,9 +345,21 @@ def glance_rows(page: str) -> list[list[str]]:
             for row in re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)]
 
 
-def test_the_top_of_the_page_says_what_the_ratios_are_ratios_of(tmp_path: Path):
+@pytest.fixture(scope="module")
+def unrated_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """index.html of ``unrated_records()`` and its text, drawn once: one test reads the
+    text, the other renders the file in Chromium."""
+    folder = tmp_path_factory.mktemp("unrated")
     doc = summary(unrated_records(), version="9.9", extra={"seed": 0})
-    page = html(doc, tmp_path)
+    page = folder / "index.html"
+    text = html(doc, folder)
+    page.write_text(text, encoding="utf-8")
+    return page, text
+
+
+def test_the_top_of_the_page_says_what_the_ratios_are_ratios_of(
+        unrated_page: tuple[Path, str]):
+    page = unrated_page[1]
     assert page.index('<table class="glance">') < page.index('<section class="pair"')
     why = ("the agent does not clearly beat random actions (nominal -1150.2 vs reference "
            "-1206.3 over 6 episodes)")
@@ -362,15 +374,13 @@ def test_the_top_of_the_page_says_what_the_ratios_are_ratios_of(tmp_path: Path):
             f"(random actions). INCONCLUSIVE: {why}.") in Page(page).plain()
 
 
-def test_chromium_shows_nominal_reference_and_inconclusive_at_the_top(tmp_path: Path):
+def test_chromium_shows_nominal_reference_and_inconclusive_at_the_top(
+        unrated_page: tuple[Path, str], tmp_path: Path):
     """The report's first screen, as a browser draws it: the glance table with the nominal
     return, the reference and the INCONCLUSIVE cell in its colour."""
     from PIL import Image
 
-    doc = summary(unrated_records(), version="9.9", extra={"seed": 0})
-    page = tmp_path / "index.html"
-    page.write_text(html(doc, tmp_path), encoding="utf-8")
-    dom, console, shot = chromium(page, tmp_path, size=(1280, 640))
+    dom, console, shot = chromium(unrated_page[0], tmp_path, size=(1280, 640))
     assert console == []
     assert glance_rows(dom)[2][3:6] == ["6", "-1206.3 (random actions)", "INCONCLUSIVE"]
     with Image.open(shot) as image:

@@ -297,10 +297,25 @@ def test_negative_ratios_and_intervals_read_unambiguously():
 # ============================================================================ write_report
 
 
-@pytest.fixture
-def doc() -> dict[str, Any]:
+def _three() -> dict[str, Any]:
     return _doc([rec("jitter", 0.639, order=0, diagnosis=diag()), rec("delay", 1.0, order=1),
                  rec("speed_5x", 0.4, order=2)])
+
+
+@pytest.fixture
+def doc() -> dict[str, Any]:
+    return _three()
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """write_report of ``_three()`` with matplotlib, once (no step summary): its folder and
+    the paths it returned. The files are only read."""
+    pytest.importorskip("matplotlib")
+    folder = tmp_path_factory.mktemp("drawn")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("GITHUB_STEP_SUMMARY", raising=False)
+        return folder, write_report(_three(), folder)
 
 
 @pytest.fixture
@@ -327,10 +342,8 @@ def test_write_report_writes_json_and_markdown_into_a_new_directory(
         "badge-deployment.svg", "badge-stress.svg", "index.html", "summary.json", "summary.md"]
 
 
-def test_write_report_draws_the_chart_with_matplotlib(
-        tmp_path: Path, doc: dict[str, Any], no_step_summary: None):
-    pytest.importorskip("matplotlib")
-    paths = write_report(doc, tmp_path)
+def test_write_report_draws_the_chart_with_matplotlib(drawn: tuple[Path, list[Path]]):
+    tmp_path, paths = drawn
     assert [p.name for p in paths] == ["summary.json", "summary.md", "summary.png",
                                        "summary.svg", "index.html", "badge-deployment.svg", "badge-stress.svg"]
     assert (tmp_path / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -342,12 +355,11 @@ def test_write_report_draws_the_chart_with_matplotlib(
 
 
 def test_the_chart_files_are_reproducible(tmp_path: Path, doc: dict[str, Any],
-                                          no_step_summary: None):
-    pytest.importorskip("matplotlib")
-    write_report(doc, tmp_path / "a")
-    write_report(doc, tmp_path / "b")
+                                          no_step_summary: None,
+                                          drawn: tuple[Path, list[Path]]):
+    write_report(doc, tmp_path / "b")  # a second, independent drawing of the same doc
     for name in ("summary.json", "summary.md", "summary.png", "summary.svg", "index.html", "badge-deployment.svg", "badge-stress.svg"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+        assert (drawn[0] / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
 def test_write_report_without_results_writes_no_chart(tmp_path: Path, no_step_summary: None):

@@ -76,12 +76,19 @@ def _page(records: list[Record], folder: Path) -> tuple[Path, dict[str, Any]]:
     return page, doc
 
 
-def test_the_page_draws_each_runs_dots_and_its_performance_profile(records, tmp_path):
+@pytest.fixture(scope="module")
+def drawn_page(records, tmp_path_factory) -> Path:
+    """index.html of the records, drawn with matplotlib once: one test reads it, the other
+    renders it in Chromium."""
     pytest.importorskip("matplotlib")
+    return _page(records, tmp_path_factory.mktemp("runs_page"))[0]
+
+
+def test_the_page_draws_each_runs_dots_and_its_performance_profile(records, drawn_page):
     from pytest_rlaudit.reports.chart import pyplot
     from pytest_rlaudit.reports.runs import profile_points, runs_figure
 
-    page, _ = _page(records, tmp_path)
+    page = drawn_page
     text = page.read_text(encoding="utf-8")
     assert text.count('<figure class="runs"><svg') == 2  # one per scenario, inline SVG
     assert "performance profile" in text and 'table class="runs"' in text
@@ -95,12 +102,10 @@ def test_the_page_draws_each_runs_dots_and_its_performance_profile(records, tmp_
     plt.close(fig)
 
 
-def test_chromium_renders_the_runs_figures(records, tmp_path):
-    pytest.importorskip("matplotlib")
+def test_chromium_renders_the_runs_figures(drawn_page, tmp_path):
     from test_html import chromium
 
-    page, _ = _page(records, tmp_path)
-    dom, console, _ = chromium(page, tmp_path, size=(1280, 1200))
+    dom, console, _ = chromium(drawn_page, tmp_path, size=(1280, 1200))
     assert console == []
     assert dom.count('class="runs"') >= 4  # two figures, two tables
     assert "performance profile" in dom

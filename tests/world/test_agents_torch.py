@@ -274,11 +274,26 @@ def test_auto_rule_follows_the_module_shape(shape):
     assert repr(policy) == f"<TorchPolicy {type(module).__name__} rule={expected}>"
 
 
+@pytest.fixture(scope="module")
+def recorded():
+    """shape -> (its module, a recorded 2-episode nominal run of it), each made once: the
+    shape-rule and the clipping tests read the same run, neither changes it."""
+    made: dict[str, tuple[nn.Module, object]] = {}
+
+    def get(shape: str):
+        if shape not in made:
+            module = _module(shape)
+            made[shape] = module, _run(TorchPolicy(module), SHAPES[shape][1], episodes=2,
+                                       names=("nominal",), record=True)
+        return made[shape]
+
+    return get
+
+
 @pytest.mark.parametrize("shape", SHAPES)
-def test_rollout_actions_follow_the_shape_rule(shape):
+def test_rollout_actions_follow_the_shape_rule(shape, recorded):
     _, env_id, _, by_hand = SHAPES[shape]
-    module = _module(shape)
-    out = _run(TorchPolicy(module), env_id, episodes=2, names=("nominal",), record=True)
+    module, out = recorded(shape)
     batch = out["nominal"]
     obs = np.concatenate(batch.observations)
     taken = np.concatenate(batch.actions)
@@ -294,10 +309,9 @@ def test_rollout_actions_follow_the_shape_rule(shape):
 
 
 @pytest.mark.parametrize("shape", ["ppo_continuous", "rsl_rl"])
-def test_gaussian_means_are_clipped_to_the_action_bounds(shape):
+def test_gaussian_means_are_clipped_to_the_action_bounds(shape, recorded):
     _, env_id, rule, _ = SHAPES[shape]
-    module = _module(shape)
-    out = _run(TorchPolicy(module), env_id, episodes=2, names=("nominal",), record=True)
+    module, out = recorded(shape)
     obs = np.concatenate(out["nominal"].observations)
     taken = np.concatenate(out["nominal"].actions)
     with torch.no_grad():
