@@ -30,16 +30,17 @@ def _same(a, b):
 @pytest.mark.parametrize("agent", ["controller", "random"])
 def test_results_are_identical_for_batch_sizes_1_7_and_64(agent, controller):
     agent = controller if agent == "controller" else "random"
-    # 3 episodes of each of the 12 scenarios: 36 slots, dealt 1, 7 (with a ragged last
-    # batch) and 64 at a time (all at once)
-    runs = [_run(agent, batch_size=b, seed=3, episodes=3) for b in (1, 7, 64)]
+    # 2 episodes of each of the 12 scenarios: 24 slots, dealt 1, 7 (with a ragged last
+    # batch of 3) and 64 at a time (all at once)
+    runs = [_run(agent, batch_size=b, seed=3, episodes=2) for b in (1, 7, 64)]
     _same(runs[0], runs[1])
     _same(runs[0], runs[2])
 
 
 def test_two_runs_with_the_same_seed_are_identical_and_another_seed_differs(controller):
     _same(_run(controller, seed=11, episodes=3), _run(controller, seed=11, episodes=3))
-    a, b = _run("random", seed=11), _run("random", seed=12)
+    # only nominal is compared across seeds: the other scenarios need not run
+    a, b = _run("random", ["nominal"], seed=11), _run("random", ["nominal"], seed=12)
     assert not np.array_equal(a["nominal"].returns, b["nominal"].returns)
 
 

@@ -38,7 +38,7 @@ def test_every_episode_counts_once_on_every_path_and_no_number_changes(controlle
     else:
         policy, chosen, workers = as_policy(controller), ["nominal", "jitter", "obs_noise"], (
             2 if how == "workers" else None)
-    run = lambda: run_episodes(policy, env, scenarios.resolve(chosen), episodes=6, seed=3,  # noqa: E731
+    run = lambda: run_episodes(policy, env, scenarios.resolve(chosen), episodes=4, seed=3,  # noqa: E731
                                workers=workers)
     shown: list[Snapshot] = []
     outer = current()  # the pytest plugin's, around every test
@@ -47,7 +47,7 @@ def test_every_episode_counts_once_on_every_path_and_no_number_changes(controlle
     plain = run()
     assert {k: b.returns.tolist() for k, b in out.items()} == {
         k: b.returns.tolist() for k, b in plain.items()}
-    n = 6 * len(chosen)
+    n = 4 * len(chosen)
     assert progress.total == progress.done == progress.started == n
     assert progress.steps == progress.ended_steps == lengths(out)
     assert progress.parallel == (how != "here")

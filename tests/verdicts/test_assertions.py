@@ -49,7 +49,8 @@ class DropEveryNth(gym.Wrapper):
 
 
 # The robust controller always lasts 500 steps, so these give ratios of exactly 0.80 and 0.95:
-# the edges of the MILD and PASS bands.
+# the edges of the MILD and PASS bands. Every episode keeps the same share, so two episodes
+# (the fewest an audit takes) give these exact ratios as surely as any number would.
 AT_MILD_EDGE = Scenario("drop_every_5th", "custom", DropEveryNth, {"n": 5})
 AT_PASS_EDGE = Scenario("drop_every_20th", "custom", DropEveryNth, {"n": 20})
 
@@ -215,32 +216,32 @@ def test_confident_passes_when_the_whole_interval_is_above(controller):
 
 
 def test_rating_edges_are_exact_on_the_drop_scenarios(controller):
-    mild_edge = assert_robust(controller, ENV, AT_MILD_EDGE, min_rating="FAIL", episodes=3)
-    pass_edge = assert_robust(controller, ENV, AT_PASS_EDGE, min_rating="FAIL", episodes=3)
+    mild_edge = assert_robust(controller, ENV, AT_MILD_EDGE, min_rating="FAIL", episodes=2)
+    pass_edge = assert_robust(controller, ENV, AT_PASS_EDGE, min_rating="FAIL", episodes=2)
     assert mild_edge.ratio == 0.8 and mild_edge.rating == "DEGRADED"
     assert pass_edge.ratio == 0.95 and pass_edge.rating == "MILD"
 
 
 def test_min_rating_mild_is_strictly_above_080(controller):
     with pytest.raises(RobustnessError):
-        assert_robust(controller, ENV, AT_MILD_EDGE, min_rating="MILD", episodes=3)
+        assert_robust(controller, ENV, AT_MILD_EDGE, min_rating="MILD", episodes=2)
     # min_ratio is inclusive: ratio >= 0.8 passes
-    assert assert_robust(controller, ENV, AT_MILD_EDGE, min_ratio=0.8, episodes=3).ratio == 0.8
-    assert assert_robust(controller, ENV, AT_MILD_EDGE, min_rating="DEGRADED", episodes=3)
+    assert assert_robust(controller, ENV, AT_MILD_EDGE, min_ratio=0.8, episodes=2).ratio == 0.8
+    assert assert_robust(controller, ENV, AT_MILD_EDGE, min_rating="DEGRADED", episodes=2)
 
 
 def test_min_rating_pass_is_strictly_above_095(controller):
     with pytest.raises(RobustnessError):
-        assert_robust(controller, ENV, AT_PASS_EDGE, min_rating="PASS", episodes=3)
-    assert assert_robust(controller, ENV, AT_PASS_EDGE, min_ratio=0.95, episodes=3).ratio == 0.95
-    assert assert_robust(controller, ENV, AT_PASS_EDGE, min_rating="MILD", episodes=3)
+        assert_robust(controller, ENV, AT_PASS_EDGE, min_rating="PASS", episodes=2)
+    assert assert_robust(controller, ENV, AT_PASS_EDGE, min_ratio=0.95, episodes=2).ratio == 0.95
+    assert assert_robust(controller, ENV, AT_PASS_EDGE, min_rating="MILD", episodes=2)
 
 
 def test_strict_gate_message_does_not_contradict_itself(controller):
     """At ratio exactly 0.80 the MILD gate fails, and the message must say why truthfully:
     not "required: ratio >= 0.8 ... ratio 0.800 is below 0.8" (0.800 is not below 0.8)."""
     with pytest.raises(RobustnessError) as excinfo:
-        assert_robust(controller, ENV, AT_MILD_EDGE, min_rating="MILD", episodes=3)
+        assert_robust(controller, ENV, AT_MILD_EDGE, min_rating="MILD", episodes=2)
     text = message_of(excinfo)
     assert text.startswith("DEGRADED under drop_every_5th: ratio 0.800")
     assert "ratio >= 0.8" not in text
@@ -250,7 +251,7 @@ def test_strict_gate_message_does_not_contradict_itself(controller):
 
 def test_custom_thresholds_move_the_rating_gate(controller):
     loose = Thresholds(pass_=0.9)
-    result = assert_robust(controller, ENV, AT_PASS_EDGE, min_rating="PASS", episodes=3,
+    result = assert_robust(controller, ENV, AT_PASS_EDGE, min_rating="PASS", episodes=2,
                            thresholds=loose)
     assert result.rating == "PASS"
 
@@ -292,7 +293,7 @@ def test_default_gate_is_min_rating_mild(controller):
     assert assert_robust(controller, ENV, "spike", episodes=6, seed=0).rating == "MILD"
     # DEGRADED does not
     with pytest.raises(RobustnessError):
-        assert_robust(controller, ENV, AT_MILD_EDGE, episodes=3)
+        assert_robust(controller, ENV, AT_MILD_EDGE, episodes=2)
 
 
 # --------------------------------------------------------------------------- bad input
@@ -504,7 +505,7 @@ def test_a_scenario_object_is_accepted():
 
 def test_a_custom_scenario_failure_names_its_wrapper(controller):
     with pytest.raises(RobustnessError) as excinfo:
-        assert_robust(controller, ENV, AT_MILD_EDGE, episodes=3)
+        assert_robust(controller, ENV, AT_MILD_EDGE, episodes=2)
     assert "'drop_every_5th'" in message_of(excinfo)
     assert "DropEveryNth(env, n=5)" in message_of(excinfo)
 

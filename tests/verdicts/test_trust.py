@@ -305,7 +305,7 @@ def test_bad_margins_are_clear_errors():
 
 
 def test_a_deterministic_agent_passes_on_scenarios_with_noise_too():
-    returns = assert_deterministic(robust, "CartPole-v1", episodes=3,
+    returns = assert_deterministic(robust, "CartPole-v1", episodes=2,
                                    scenarios=["jitter", "obs_noise"])
     assert set(returns) == {"nominal", "jitter", "obs_noise"}
 
@@ -317,7 +317,7 @@ def test_an_agent_with_global_randomness_is_caught_at_the_first_differing_step()
     with pytest.raises(RobustnessError, match=r"(?s)running the same episodes again changed "
                        r"scenario 'nominal', episode 0 \(env seed 0\) at agent step \d+: "
                        r"(observation|action) .*global generator"):
-        assert_deterministic(noisy, "CartPole-v1", episodes=3)
+        assert_deterministic(noisy, "CartPole-v1", episodes=2)
 
 
 def test_an_agent_whose_output_depends_on_the_batch_is_caught():
@@ -326,7 +326,7 @@ def test_an_agent_whose_output_depends_on_the_batch_is_caught():
         return ((obs @ W) - 1e-3 * (len(obs) > 1) > 0).astype(np.int64)
 
     with pytest.raises(RobustnessError, match=r"batch size 1\) changed .* at agent step"):
-        assert_deterministic(batch_dependent, "CartPole-v1", episodes=3)
+        assert_deterministic(batch_dependent, "CartPole-v1", episodes=2)
 
 
 class _GlobalRandomEnv(gym.Env):
