@@ -55,7 +55,8 @@ def find_breaking_schedule(
     seeds both the episodes and hypothesis' search (no example database is read or
     written), so the same call returns the same schedule. ``max_examples`` bounds the
     search; shrinking the first failure to a minimal one comes on top. Nominal episodes
-    are run once and shared by all examples.
+    are run once and shared by all examples, and a candidate equal to one already tried
+    is not audited again.
     """
     require("hypothesis", "find_breaking_schedule")
     from hypothesis import Phase, find, settings
@@ -69,12 +70,25 @@ def find_breaking_schedule(
     if min_ratio is None and min_rating is None:
         raise ValueError("find_breaking_schedule needs a threshold: min_ratio or min_rating")
     cache: dict[Any, Any] = {}
+    # Different draws can make equal schedules (about one in eight of a shrinking search),
+    # and an audit depends only on agent, env, scenario, seed and episodes: each distinct
+    # candidate is audited once.
+    decided: dict[Any, bool] = {}
 
     def breaks(candidate: Any) -> bool:
-        return not check_robust(
+        try:
+            return decided[candidate]
+        except (KeyError, TypeError):  # TypeError: an unhashable candidate, audited each time
+            pass
+        broken = not check_robust(
             agent, env, candidate, min_ratio=min_ratio, min_rating=min_rating, mode=mode,
             episodes=episodes, seed=seed, reference=reference, batch_size=batch_size,
             max_steps=max_steps, cache=cache).passed
+        try:
+            decided[candidate] = broken
+        except TypeError:
+            pass
+        return broken
 
     search = settings(max_examples=max_examples, database=None, deadline=None,
                       phases=[Phase.generate, Phase.shrink])

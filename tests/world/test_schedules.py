@@ -358,6 +358,30 @@ def test_find_breaking_schedule_returns_a_minimal_breaking_schedule_deterministi
     assert again == found
 
 
+def test_find_breaking_schedule_audits_each_distinct_candidate_once(controller, monkeypatch):
+    from hypothesis import strategies as st
+
+    from pytest_rlaudit.verdicts import falsify
+
+    audited, drawn = [], []
+
+    def counted(agent, env, candidate, **kwargs):
+        audited.append(candidate)
+        return check_robust(agent, env, candidate, **kwargs)
+
+    def schedule(length: int) -> Schedule:  # many draws, two schedules
+        drawn.append(Schedule.spike(at=2, duration=42, speed=5) if length > 6
+                     else Schedule.spike(at=3, duration=1, speed=2))
+        return drawn[-1]
+
+    monkeypatch.setattr(falsify, "check_robust", counted)
+    found = find_breaking_schedule(controller, "CartPole-v1", st.integers(0, 9).map(schedule),
+                                   min_ratio=0.8, max_examples=12, episodes=4)
+    assert len(drawn) > len(set(drawn))  # equal schedules were drawn again
+    assert sorted(map(repr, audited)) == sorted(set(map(repr, drawn)))  # each audited once
+    assert found == Schedule.spike(at=2, duration=42, speed=5)
+
+
 def test_find_breaking_schedule_returns_none_when_nothing_breaks_the_agent(controller):
     gentle = schedules(kinds=("obs_noise",), max_noise=0.05, max_steps=5, max_events=1)
     assert find_breaking_schedule(controller, "CartPole-v1", gentle, min_ratio=0.5,
