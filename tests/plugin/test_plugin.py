@@ -19,7 +19,7 @@ from pathlib import Path
 import gymnasium  # noqa: F401
 import hypothesis  # noqa: F401
 import pytest
-from audit_records import records
+from audit_records import collection_errors, records
 
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions
@@ -317,21 +317,6 @@ BAD_MARKERS = [
     ('@pytest.mark.rl_episodes(4, target_ci_width=0.1)', ["target_ci_width needs max_n"]),
     ('@pytest.mark.rl_episodes()', ["rl_episodes", "missing 1 required positional argument: 'n'"]),
 ]
-
-
-def collection_errors(out: str) -> dict[str, str]:
-    """Each module's "ERROR collecting" section of a run's output, by file name."""
-    sections, name = {}, None
-    for line in out.splitlines():
-        header = re.fullmatch(r"_+ ERROR collecting (\S+) _+", line)
-        if header:
-            name = header.group(1)
-            sections[name] = ""
-        elif line.startswith("=") or re.fullmatch(r"_+ .* _+", line):
-            name = None
-        elif name is not None:
-            sections[name] += line + "\n"
-    return sections
 
 
 _BAD_MARKER_RUNS: dict[tuple[str, ...], tuple[pytest.ExitCode | int, str]] = {}

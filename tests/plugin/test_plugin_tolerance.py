@@ -9,7 +9,6 @@ pytester directory); runs are in-process.
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from pathlib import Path
 import gymnasium  # noqa: F401
 import matplotlib.pyplot  # noqa: F401
 import pytest
-from audit_records import records
+from audit_records import collection_errors, records
 from cartpole_agents import fragile
 from inner_runs import without_figures
 
@@ -224,21 +223,6 @@ BAD_MARKERS = [
     ('@pytest.mark.rl_tolerance()\n@pytest.mark.rl_episodes(3, max_n=9)',
      ["runs a fixed number of episodes per value: drop rl_episodes' max_n"], False),
 ]
-
-
-def collection_errors(out: str) -> dict[str, str]:
-    """Each module's "ERROR collecting" section of a run's output, by file name."""
-    sections, name = {}, None
-    for line in out.splitlines():
-        header = re.fullmatch(r"_+ ERROR collecting (\S+) _+", line)
-        if header:
-            name = header.group(1)
-            sections[name] = ""
-        elif line.startswith("=") or re.fullmatch(r"_+ .* _+", line):
-            name = None
-        elif name is not None:
-            sections[name] += line + "\n"
-    return sections
 
 
 _BAD_MARKER_RUNS: dict[tuple[str, ...], tuple[pytest.ExitCode | int, str]] = {}
