@@ -192,8 +192,9 @@ def _id_env(env: str, kwargs: dict[str, Any]) -> AuditEnv:
             raise _unregistered_version(env_id, versions)
         raise _unknown_id(env_id, module or None)
     _checked(env, env_id, kwargs)
+    # the entry point too: an id registered again in this process is another env
     return AuditEnv(env, lambda: gym.make(env_id, **kwargs), source=env,
-                    recipe=recipe(env, kwargs))
+                    recipe=recipe(env, kwargs, gym.spec(env_id).entry_point))
 
 
 def recipe(*parts: Any) -> Hashable | None:

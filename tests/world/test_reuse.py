@@ -262,6 +262,11 @@ def test_a_probe_runs_once_per_recipe_however_often_the_env_is_named(monkeypatch
     # factory is
     for _ in range(2):
         assert env_spec("RlauditCounter-v0", horizon=10, box_actions=[0]).recipe is None
+    # the id registered again, another entry point: another env, probed again
+    assert reset_is_exact(env_spec("RlauditCounter-v0")) and len(probed) == 5
+    monkeypatch.setitem(gym.registry, "RlauditCounter-v0", gym.envs.registration.EnvSpec(
+        "RlauditCounter-v0", entry_point=EpisodeCounter))
+    assert not reset_is_exact(env_spec("RlauditCounter-v0")) and len(probed) == 6
 
 
 def test_an_allowed_id_inside_the_agents_wrappers_is_probed():
