@@ -1,11 +1,12 @@
 """What the tests read from an in-process pytester run: the plugin's record of each audit,
 from its reports (what summary.json lists, without drawing a report), and each module's
-collection error."""
+collection error (of the one run of bad markers a test module makes)."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -34,3 +35,25 @@ def collection_errors(out: str) -> dict[str, str]:
         elif name is not None:
             sections[name] += line + "\n"
     return sections
+
+
+_BAD_MARKER_RUNS: dict[tuple[Any, ...], tuple[pytest.ExitCode | int, str]] = {}
+
+
+def bad_marker_run(pytester: pytest.Pytester, markers: Sequence[str], scenario: str,
+                   args: tuple[str, ...], modules: Sequence[str] = ()) -> tuple[
+                       pytest.ExitCode | int, str]:
+    """The exit code and output of one run with ``args`` of a module per marker
+    (test_bad_<i>.py holds ``markers[i]`` on an audit of ``scenario``, beside a plain
+    test), of ``modules`` only if given; made once per process. Each collection error is
+    its module's, so each case reads its own module's section (:func:`collection_errors`)
+    where it would make a run of its own."""
+    key = (tuple(markers), scenario, args, tuple(modules))
+    if key not in _BAD_MARKER_RUNS:
+        pytester.makepyfile(**{f"test_bad_{i}": (
+            f"import pytest\n\n{marker}\n@pytest.mark.rl_scenario({scenario!r})\n"
+            "def test_x(rl_audit):\n    rl_audit()\n\ndef test_plain():\n    pass\n")
+            for i, marker in enumerate(markers)})
+        result = pytester.runpytest(*args, *modules)
+        _BAD_MARKER_RUNS[key] = result.ret, "\n".join(result.outlines + result.errlines)
+    return _BAD_MARKER_RUNS[key]

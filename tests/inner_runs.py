@@ -7,6 +7,7 @@ in every process), pytest-html with pytest-metadata, and anyio's. Loading them i
 inner run and every xdist worker took about 4 of the 6 CPU seconds of an empty ``-n 2``
 run on this project's 2-core machine. An inner run leaves them out unless its test keeps
 them with ``@pytest.mark.inner_plugins("randomly", ...)`` (tests/conftest.py applies it).
+:func:`without_figures` writes an in-process run's report without drawing it.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 import gymnasium  # noqa: F401
 import hypothesis  # noqa: F401
 import pytest
-from audit_records import collection_errors, records
+from audit_records import bad_marker_run, collection_errors, records
 
 import pytest_rlaudit.reports.summary
 import pytest_rlaudit.verdicts.assertions
@@ -319,38 +319,13 @@ BAD_MARKERS = [
 ]
 
 
-_BAD_MARKER_RUNS: dict[tuple[str, ...], tuple[pytest.ExitCode | int, str]] = {}
-
-
-def _bad_marker_run(pytester: pytest.Pytester, args: tuple[str, ...]) -> tuple[
-        pytest.ExitCode | int, str]:
-    """One run with ``args`` of a module per bad marker (test_bad_<i>.py for BAD_MARKERS[i]),
-    made once per process: each collection error is its module's, so each test reads its own
-    module's section (18 in-process runs were 2)."""
-    if args not in _BAD_MARKER_RUNS:
-        pytester.makepyfile(**{f"test_bad_{i}": f"""
-            import pytest
-
-            {marker}
-            @pytest.mark.rl_scenario("jitter")
-            def test_x(rl_audit):
-                rl_audit()
-
-            def test_plain():
-                pass
-        """ for i, (marker, _) in enumerate(BAD_MARKERS)})
-        result = pytester.runpytest(*args)
-        _BAD_MARKER_RUNS[args] = result.ret, text(result)
-    return _BAD_MARKER_RUNS[args]
-
-
 @pytest.mark.parametrize(("marker", "fragments"), BAD_MARKERS,
                          ids=[m for m, _ in BAD_MARKERS])
 def test_a_bad_marker_is_a_collection_error_that_says_which(
         pytester: pytest.Pytester, marker: str, fragments: list[str]):
     module = f"test_bad_{[m for m, _ in BAD_MARKERS].index(marker)}.py"
     for args in ((), ("--rl-audit",)):  # thresholds and episodes are checked either way
-        ret, out = _bad_marker_run(pytester, args)
+        ret, out = bad_marker_run(pytester, [m for m, _ in BAD_MARKERS], "jitter", args)
         assert ret == INTERRUPTED, args
         errors = collection_errors(out)
         # every module is an error of its own (none hides another's), this one says its own

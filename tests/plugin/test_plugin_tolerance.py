@@ -17,7 +17,7 @@ from pathlib import Path
 import gymnasium  # noqa: F401
 import matplotlib.pyplot  # noqa: F401
 import pytest
-from audit_records import collection_errors, records
+from audit_records import bad_marker_run, collection_errors, records
 from cartpole_agents import fragile
 from inner_runs import without_figures
 
@@ -225,32 +225,6 @@ BAD_MARKERS = [
 ]
 
 
-_BAD_MARKER_RUNS: dict[tuple[str, ...], tuple[pytest.ExitCode | int, str]] = {}
-
-
-def _bad_marker_run(pytester: pytest.Pytester, args: tuple[str, ...],
-                    modules: list[str]) -> tuple[pytest.ExitCode | int, str]:
-    """One run with ``args`` of ``modules`` (test_bad_<i>.py holds BAD_MARKERS[i]), made once
-    per process: each collection error is its module's, so each test reads its own module's
-    section (12 in-process runs were 2)."""
-    if args not in _BAD_MARKER_RUNS:
-        for i, (marker, _, _) in enumerate(BAD_MARKERS):
-            pytester.makepyfile(**{f"test_bad_{i}": f"""
-import pytest
-
-{marker}
-@pytest.mark.rl_scenario("delay")
-def test_x(rl_audit):
-    rl_audit()
-
-def test_plain():
-    pass
-"""})
-        result = pytester.runpytest(*args, *modules)
-        _BAD_MARKER_RUNS[args] = result.ret, "\n".join(result.outlines + result.errlines)
-    return _BAD_MARKER_RUNS[args]
-
-
 @pytest.mark.parametrize(("marker", "fragments", "always"), BAD_MARKERS,
                          ids=[m.split("\n")[-1] for m, _, _ in BAD_MARKERS])
 def test_a_bad_rl_tolerance_marker_is_a_collection_error_that_says_which(
@@ -262,7 +236,7 @@ def test_a_bad_rl_tolerance_marker_is_a_collection_error_that_says_which(
     every = [f"test_bad_{i}.py" for i in range(len(BAD_MARKERS))]
     runs = {("--rl-audit",): every, (): [m for m, (_, _, a) in zip(every, BAD_MARKERS, strict=True) if a]}
     for args in (("--rl-audit",), ()) if always else (("--rl-audit",),):
-        ret, out = _bad_marker_run(pytester, args, runs[args])
+        ret, out = bad_marker_run(pytester, [m for m, _, _ in BAD_MARKERS], "delay", args, runs[args])
         assert ret == INTERRUPTED, args
         errors = collection_errors(out)
         # every module run is an error of its own (none hides another's); this one's says
