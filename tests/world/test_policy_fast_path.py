@@ -52,6 +52,9 @@ def small() -> dict:
 
 
 CLIPPED = ("PPO-box", "A2C-box")  # Gaussian means, clipped to the Box (the others unscale)
+# the actor-critics whose mode SB3Policy takes without the distribution (sb3_fast.mode_action)
+MODES = {"PPO-discrete": "categorical", "A2C-discrete": "categorical", "PPO-box": "gaussian",
+         "A2C-box": "gaussian"}
 
 _MODELS = {  # name: (env id, factory)
     "PPO-discrete": (CARTPOLE, lambda: PPO("MlpPolicy", CARTPOLE, policy_kwargs=small(), seed=0,
@@ -137,6 +140,7 @@ def test_actions_are_those_of_predict_bit_for_bit(models, name):
     policy.bind(model.observation_space, model.action_space)
     assert policy._fast  # the path under test
     assert policy._sac == (name == "SAC")  # SAC's mean, straight
+    assert policy._mode == MODES.get(name)  # an actor-critic's mode, straight
     for n in ROW_COUNTS:
         for dtype in (np.float32, np.float64):  # MuJoCo envs give float64 observations
             obs = _observations(env_id, n).astype(dtype)
@@ -144,6 +148,31 @@ def test_actions_are_those_of_predict_bit_for_bit(models, name):
             _same_bits(actions, _predicted(model, obs))
     if name in CLIPPED:  # the far-out rows put some actions on the bounds: the clip ran
         assert (np.abs(actions) == 2.0).any() and (np.abs(actions) < 2.0).any()
+
+
+@pytest.mark.parametrize(("name", "param"), [("PPO-discrete", "action_net.bias"),
+                                             ("PPO-box", "action_net.bias"),
+                                             ("PPO-box", "log_std")])
+def test_parameters_the_distribution_rejects_raise_its_error_as_predict_does(models, name, param):
+    """A NaN logit or mean (or a NaN scale) is no action: without its distribution the mode
+    would be a silent argmax of NaNs, so the fast path leaves the call to ``_predict``."""
+    model, env_id = models[name], _MODELS[name][0]
+    policy = SB3Policy(model)
+    policy.bind(model.observation_space, model.action_space)
+    obs = _observations(env_id, MIN_TORCH_ROWS)
+    tensor = model.policy.get_parameter(param)
+    kept = tensor.detach().clone()
+    try:
+        with torch.no_grad():
+            tensor.view(-1)[0] = float("nan")
+        with pytest.raises(ValueError) as predicted:
+            model.policy.predict(obs, deterministic=True)
+        with pytest.raises(ValueError) as ours:
+            policy.act(obs, None)
+    finally:
+        with torch.no_grad():
+            tensor.copy_(kept)
+    assert "invalid values" in str(ours.value) and str(ours.value) == str(predicted.value)
 
 
 @pytest.mark.parametrize("name", ["PPO-box", "SAC", "DQN"])

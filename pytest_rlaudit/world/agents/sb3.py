@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from ...errors import PolicyError
 from .base import BasePolicy
-from .sb3_fast import batch_rows, flat_obs, plain_predict, plain_sac, row
+from .sb3_fast import batch_rows, flat_obs, mode_action, plain_mode, plain_predict, plain_sac, row
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads, on_cpu
 
 __all__ = ["SB3Policy"]
@@ -75,6 +75,7 @@ class SB3Policy(BasePolicy):
         self._fast = not self.recurrent and plain_predict(self.sb3_policy)
         self._flat = self._fast and flat_obs(self.sb3_policy)
         self._sac = self._fast and plain_sac(self.sb3_policy)
+        self._mode = plain_mode(self.sb3_policy) if self._fast else None
         self._forget_mode()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -138,7 +139,9 @@ class SB3Policy(BasePolicy):
         Box actions ``unscale_action`` when the policy squashes, else a clip to the space.
         A SAC actor's deterministic action is ``tanh`` of its mean, which ``_predict``
         reaches by building a torch ``Normal`` it then ignores (a third of the call): that
-        is taken straight (:func:`~.sb3_fast.plain_sac`).
+        is taken straight (:func:`~.sb3_fast.plain_sac`), as is a PPO or A2C policy's mode,
+        the argmax of its Categorical or the mean of its Gaussian (a fifth of the call:
+        :func:`~.sb3_fast.mode_action`).
 
         >>> from stable_baselines3 import PPO
         >>> model = PPO("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=[8]), seed=0)
@@ -166,7 +169,10 @@ class SB3Policy(BasePolicy):
                 features = actor.extract_features(obs_tensor, actor.features_extractor)
                 out = torch.tanh(actor.mu(actor.latent_pi(features)))
             else:
-                out = policy._predict(obs_tensor, deterministic=deterministic)
+                out = (mode_action(policy, obs_tensor, self._mode)
+                       if deterministic and self._mode else None)
+                if out is None:
+                    out = policy._predict(obs_tensor, deterministic=deterministic)
         space = policy.action_space
         actions = out.cpu().numpy().reshape((-1, *space.shape))
         if isinstance(space, spaces.Box):

@@ -1,6 +1,7 @@
 """What :class:`~.sb3.SB3Policy`'s fast path may do for a given SB3 policy: take
 ``predict``'s steps itself, copy a flat batch without ``obs_to_tensor``'s checks, take a
-SAC actor's mean straight; and the batch helpers it shares for arrays and Dict batches."""
+SAC actor's mean and an actor-critic's mode straight; and the batch helpers it shares for
+arrays and Dict batches."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 from gymnasium import spaces
 
-__all__ = ["plain_predict", "flat_obs", "plain_sac", "batch_rows", "row"]
+__all__ = ["plain_predict", "flat_obs", "plain_sac", "plain_mode", "mode_action", "batch_rows",
+           "row"]
 
 
 def plain_predict(policy: Any) -> bool:
@@ -48,6 +50,48 @@ def plain_sac(policy: Any) -> bool:
     actor: Any = getattr(policy, "actor", None)
     return (sac is not None and type(policy)._predict is sac.SACPolicy._predict
             and type(actor) is sac.Actor and not actor.use_sde)
+
+
+def plain_mode(policy: Any) -> str | None:
+    """``"categorical"`` or ``"gaussian"`` when ``policy`` is SB3's own actor-critic
+    (PPO's, A2C's: ``_predict``, ``get_distribution`` and the distribution's construction
+    not overridden) with a Categorical or diagonal Gaussian action distribution, whose
+    deterministic action :func:`mode_action` computes without the torch distribution
+    ``_predict`` builds around it; else None (MaskablePPO, gSDE, MultiDiscrete, users' own)."""
+    base = sys.modules.get("stable_baselines3.common.policies")
+    dists = sys.modules.get("stable_baselines3.common.distributions")
+    if base is None or dists is None or not isinstance(policy, base.ActorCriticPolicy):
+        return None
+    own, kind = base.ActorCriticPolicy, type(policy)
+    if any(getattr(kind, name) is not getattr(own, name)
+           for name in ("_predict", "get_distribution", "_get_action_dist_from_latent")):
+        return None
+    dist = type(getattr(policy, "action_dist", None))
+    return {dists.CategoricalDistribution: "categorical",
+            dists.DiagGaussianDistribution: "gaussian"}.get(dist)
+
+
+def mode_action(policy: Any, obs: Any, kind: str) -> Any | None:
+    """What ``policy._predict(obs, deterministic=True)`` returns for a :func:`plain_mode`
+    policy, by the same tensor operations (so the same bits) minus the distribution object:
+    its construction and argument checks were a fifth of the call for a small MLP. None
+    where those checks would reject the parameters (a NaN logit or mean, a scale not above
+    0): the caller then calls ``_predict``, which raises torch's own error."""
+    import torch
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    # get_distribution's steps; its super() is ActorCriticPolicy's parent
+    features = super(ActorCriticPolicy, policy).extract_features(
+        obs, policy.pi_features_extractor)
+    params = policy.action_net(policy.mlp_extractor.forward_actor(features))
+    if kind == "gaussian":  # Normal(mean, std).mean is the mean itself
+        std = policy.log_std.exp()
+        return None if bool(torch.isnan(params).any()) or not bool((std > 0).all()) else params
+    logits = params - params.logsumexp(dim=-1, keepdim=True)  # as Categorical normalises
+    if bool(torch.isnan(logits).any()):
+        return None
+    # CategoricalDistribution.mode: the argmax of Categorical.probs (softmax of its logits)
+    return torch.argmax(torch.nn.functional.softmax(logits, dim=-1), dim=1)
 
 
 def batch_rows(obs: Any) -> int:
