@@ -163,16 +163,16 @@ class SB3Policy(BasePolicy):
             obs_tensor = torch.as_tensor(np.array(obs).reshape(shape), device=self._device)
         else:
             obs_tensor = policy.obs_to_tensor(obs)[0]
+        out: Any = None
         with torch.no_grad():
             if deterministic and self._sac:
                 actor = policy.actor
                 features = actor.extract_features(obs_tensor, actor.features_extractor)
                 out = torch.tanh(actor.mu(actor.latent_pi(features)))
-            else:
-                out = (mode_action(policy, obs_tensor, self._mode)
-                       if deterministic and self._mode else None)
-                if out is None:
-                    out = policy._predict(obs_tensor, deterministic=deterministic)
+            elif deterministic and self._mode:
+                out = mode_action(policy, obs_tensor, self._mode)
+            if out is None:
+                out = policy._predict(obs_tensor, deterministic=deterministic)
         space = policy.action_space
         actions = out.cpu().numpy().reshape((-1, *space.shape))
         if isinstance(space, spaces.Box):
