@@ -174,7 +174,7 @@ class SB3Policy(BasePolicy):
             if out is None:
                 out = policy._predict(obs_tensor, deterministic=deterministic)
         space = policy.action_space
-        actions = out.cpu().numpy().reshape((-1, *space.shape))
+        actions: np.ndarray = out.cpu().numpy().reshape((-1, *space.shape))
         if isinstance(space, spaces.Box):
             if policy.squash_output:
                 unscaled: np.ndarray = policy.unscale_action(actions)
