@@ -179,7 +179,8 @@ class SB3Policy(BasePolicy):
             if policy.squash_output:
                 unscaled: np.ndarray = policy.unscale_action(actions)
                 return unscaled
-            return np.clip(actions, space.low, space.high)
+            clipped: np.ndarray = np.clip(actions, space.low, space.high)
+            return clipped
         return actions
 
     def _eval_mode(self) -> None:
