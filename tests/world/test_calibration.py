@@ -39,7 +39,8 @@ def test_the_calibration_does_not_depend_on_the_batch_size(controller):
                         scenarios.resolve(["obs_noise"]), 4, seed=0, batch_size=b)["obs_noise"]
            for b in (1, 3, 64)]
     assert out[0].params == out[1].params == out[2].params
-    np.testing.assert_array_equal(out[0].returns, out[2].returns)
+    for other in out[1:]:  # a batch of 3 splits the 4 episodes unevenly; 64 holds them all
+        np.testing.assert_array_equal(out[0].returns, other.returns)
 
 
 def test_relative_noise_means_the_same_on_mountaincar_velocity():
