@@ -2,7 +2,9 @@
 
 What it measures. A SAC ``MlpPolicy`` with SB3's default net (256x256, random init, no
 training) on HalfCheetah-v5's spaces (17 float64 observations, 6 actions in [-1, 1]; a
-stand-in env with those spaces, so MuJoCo is not needed). For each batch of 16, 64 and
+stand-in env with those spaces, so MuJoCo is not needed); with ``--model ppo``, a PPO
+``MlpPolicy`` with SB3's default net (64x64) on CartPole-v1 (4 float32 observations, 2
+actions), the most common SB3 agent in the zoo's and users' audits. For each batch of 16, 64 and
 128 rows (HalfCheetah-like observations, seeded), three ways of getting the deterministic
 actions, each timed as the median over ``--repeats`` rounds of the mean time of ``--calls``
 back-to-back calls, in microseconds per call:
@@ -13,7 +15,9 @@ back-to-back calls, in microseconds per call:
    checks the observations, runs ``_predict`` under ``no_grad`` and unscales the actions.
 2. ``fast``: ``SB3Policy.act(obs, None)`` today: eval mode set once, the observation copied
    into a tensor without predict's checks, SAC's deterministic action taken as ``tanh`` of
-   the actor's mean (``_predict`` builds a torch ``Normal`` around it first), unscaled.
+   the actor's mean (``_predict`` builds a torch ``Normal`` around it first), unscaled;
+   PPO's as the argmax of its logits' softmax (``_predict`` builds and checks a torch
+   ``Categorical`` first).
 3. ``forward``: ``policy._predict`` on a tensor made beforehand, under ``no_grad``, nothing
    else (no conversion, no unscaling): the floor of any path through ``_predict``, which
    the fast path goes below for SAC.
@@ -28,6 +32,7 @@ and how much of the gap between predict and `_predict` the fast path closes (med
 Run (from the repository root; about 10 s by default)::
 
     python benchmarks/bench_policy.py
+    python benchmarks/bench_policy.py --model ppo
     python benchmarks/bench_policy.py --quick            # smoke run, a few seconds
     python benchmarks/bench_policy.py --repeats 15 --calls 400 --torch-threads 2
 """
@@ -45,7 +50,7 @@ import numpy as np
 import stable_baselines3
 import torch
 from gymnasium import spaces
-from stable_baselines3 import SAC
+from stable_baselines3 import PPO, SAC
 
 from pytest_rlaudit.world.agents import MIN_TORCH_ROWS, SB3Policy
 from pytest_rlaudit.world.agents.torch import _pad_rows, _torch_threads
@@ -81,26 +86,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=200, help="calls per timed round")
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="3 repeats of 30 calls")
+    ap.add_argument("--model", choices=("sac", "ppo"), default="sac")
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.calls = 3, 30
 
-    model = SAC("MlpPolicy", CheetahSpaces(), buffer_size=1, seed=0, device="cpu")
+    env = CheetahSpaces() if args.model == "sac" else gym.make("CartPole-v1")
+    model = (SAC("MlpPolicy", env, buffer_size=1, seed=0, device="cpu") if args.model == "sac"
+             else PPO("MlpPolicy", env, seed=0, device="cpu"))
     policy = model.policy
     agent = SB3Policy(model, torch_threads=args.torch_threads)
-    agent.bind(CheetahSpaces.observation_space, CheetahSpaces.action_space)
+    agent.bind(env.observation_space, env.action_space)
+    obs_space = env.observation_space
     rng = np.random.default_rng(0)
     print(f"python {sys.version.split()[0]}, torch {torch.__version__}, "
           f"stable-baselines3 {stable_baselines3.__version__}; torch threads "
           f"{args.torch_threads}")
-    print(f"SAC MlpPolicy net_arch {policy.net_arch}, obs 17 float64, actions 6; median of "
-          f"{args.repeats} rounds of {args.calls} calls, microseconds per call")
+    print(f"{type(model).__name__} MlpPolicy net_arch {policy.net_arch}, obs {obs_space.shape[0]} "
+          f"{obs_space.dtype}, actions {env.action_space}; median of {args.repeats} rounds of "
+          f"{args.calls} calls, microseconds per call")
     print()
     print(f"{'':5}{'predict':>16}{'fast':>16}{'forward':>16}{'predict/fast':>16}{'gap':>6}")
     print(f"{'rows':>5}" + f"{'median':>9}{'min':>7}" * 4 + f"{'closed':>8}")
     noisy = []
     for n in ROWS:
-        obs = rng.normal(0.0, 3.0, size=(n, 17))
+        obs = rng.normal(0.0, 3.0, size=(n, obs_space.shape[0])).astype(obs_space.dtype)
         padded = _pad_rows(obs, MIN_TORCH_ROWS)
         tensor = torch.as_tensor(padded)
 
