@@ -146,6 +146,10 @@ def test_vec_normalize_errors_name_the_file_and_the_cause(tmp_path):
         as_policy(CARTPOLE_RUN, vec_normalize=config)
     with pytest.raises(PolicyError, match=r"does not exist"):
         as_policy(CARTPOLE_RUN, vec_normalize=tmp_path / "nope.pkl")
+    # neither a path nor statistics (a TypeError from pathlib before)
+    with pytest.raises(PolicyError, match=r"^vec_normalize=5 is not VecNormalize statistics: pass "
+                                          r"the path of a vecnormalize\.pkl .*or None for none$"):
+        as_policy(CARTPOLE_RUN, vec_normalize=5)
     missing = tmp_path / "needs_module.pkl"
     missing.write_bytes(b"\x80\x04cno_such_module_xyz\nThing\n.")
     # By default a class outside VecNormalize statistics is refused before any import...

@@ -19,6 +19,7 @@ array([0])
 from __future__ import annotations
 
 import copy
+import os
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -127,11 +128,16 @@ def load_vec_normalize(vec_normalize: Any, *, trusted: bool = False) -> Any:
         for name in ("obs_rms", "ret_rms"):
             if name in vars(loaded):
                 setattr(loaded, name, copy.deepcopy(getattr(loaded, name)))
-    else:
+    elif isinstance(vec_normalize, (str, os.PathLike)):
         loaded = unpickle(_stats_file(Path(vec_normalize)), "VecNormalize", trusted=trusted)
         if not hasattr(loaded, "normalize_obs"):
             raise PolicyError(f"{str(vec_normalize)!r} does not hold a VecNormalize "
                               f"(got {type(loaded).__name__})")
+    else:
+        raise PolicyError(
+            f"vec_normalize={vec_normalize!r} is not VecNormalize statistics: pass the path of a "
+            "vecnormalize.pkl (or of the zoo folder holding it), a VecNormalize, \"auto\" to "
+            "find them beside the model, or None for none")
     # As the zoo's enjoy: the statistics stay as trained, rewards are the env's own.
     loaded.training = False
     loaded.norm_reward = False
