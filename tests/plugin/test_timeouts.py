@@ -121,7 +121,7 @@ def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends_under_xd
 
 def test_the_ini_key_bounds_an_audit_in_process(project, monkeypatch):
     # In-process (no new interpreter): the alarm interrupts the step in this main thread,
-    # as test_bounds' in-process audits show; a regression would hang them all alike.
+    # as test_bounds_timeouts' audits show; a regression would hang them all alike.
     monkeypatch.delenv("HANG_IN", raising=False)
     project.makeini("[pytest]\nrl_timeout = 1\n")
     result = project.runpytest(*BASE)
