@@ -75,20 +75,20 @@ def find_breaking_schedule(
     # candidate is audited once.
     decided: dict[Any, bool] = {}
 
-    def breaks(candidate: Any) -> bool:
-        try:
-            return decided[candidate]
-        except (KeyError, TypeError):  # TypeError: an unhashable candidate, audited each time
-            pass
-        broken = not check_robust(
+    def audit_breaks(candidate: Any) -> bool:
+        return not check_robust(
             agent, env, candidate, min_ratio=min_ratio, min_rating=min_rating, mode=mode,
             episodes=episodes, seed=seed, reference=reference, batch_size=batch_size,
             max_steps=max_steps, cache=cache).passed
+
+    def breaks(candidate: Any) -> bool:
         try:
-            decided[candidate] = broken
-        except TypeError:
-            pass
-        return broken
+            hash(candidate)
+        except TypeError:  # an unhashable candidate is audited each time
+            return audit_breaks(candidate)
+        if candidate not in decided:
+            decided[candidate] = audit_breaks(candidate)
+        return decided[candidate]
 
     search = settings(max_examples=max_examples, database=None, deadline=None,
                       phases=[Phase.generate, Phase.shrink])

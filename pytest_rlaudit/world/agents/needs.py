@@ -112,9 +112,9 @@ class EnvNeeds:
         # the audit's episode is a whole game with its own score, as the zoo scores it.
         factory = ((lambda: with_whole_games(spec.make, self.wrap)) if self.wrappers
                    else spec.factory)
-        made = recipe(spec.recipe, *(part for wrapper in self.wrappers for part in wrapper))
-        return AuditEnv(spec.name, factory, source=spec.source, needs=self,
-                        recipe=made if spec.recipe is not None else None)
+        made = None if spec.recipe is None else recipe(
+            spec.recipe, *(part for wrapper in self.wrappers for part in wrapper))
+        return AuditEnv(spec.name, factory, source=spec.source, needs=self, recipe=made)
 
     def _note_other_env(self, audited: str) -> None:
         if not self.trained_on or audited == self.trained_on or audited not in gym.registry:
