@@ -7,6 +7,13 @@ in every process), pytest-html with pytest-metadata, and anyio's. Loading them i
 inner run and every xdist worker took about 4 of the 6 CPU seconds of an empty ``-n 2``
 run on this project's 2-core machine. An inner run leaves them out unless its test keeps
 them with ``@pytest.mark.inner_plugins("randomly", ...)`` (tests/conftest.py applies it).
+
+Inner runs also leave pytest's assertion rewriting out (``--assert=plain``), unless their
+test keeps ``"rewrite"``: no assertion here reads how an inner test's ``assert`` is
+explained, and with rewriting on, every in-process run read the file list of every
+installed pytest plugin's distribution (hypothesis' is long) to mark its modules for
+rewriting, and rewrote its test files again. tests/plugin/test_neighbours.py keeps it, as
+it keeps every neighbour.
 :func:`without_figures` writes an in-process run's report without drawing it.
 """
 
@@ -22,12 +29,16 @@ UNRELATED = ("hypothesispytest", "randomly", "anyio", "html", "html_fixtures", "
 
 
 def addopts(keep: tuple[str, ...] = ()) -> str:
-    """``PYTEST_ADDOPTS`` for an inner run that loads none of :data:`UNRELATED` but ``keep``.
+    """``PYTEST_ADDOPTS`` for an inner run that loads none of :data:`UNRELATED` but ``keep``,
+    and rewrites no assertions unless ``keep`` has ``"rewrite"``.
 
     >>> addopts(keep=("randomly", "hypothesispytest", "anyio", "html", "html_fixtures"))
-    '-p no:metadata'
+    '--assert=plain -p no:metadata'
+    >>> addopts(keep=("rewrite", "randomly", "hypothesispytest", "anyio", "html", "metadata"))
+    '-p no:html_fixtures'
     """
-    return " ".join(f"-p no:{name}" for name in UNRELATED if name not in keep)
+    plain = () if "rewrite" in keep else ("--assert=plain",)
+    return " ".join((*plain, *(f"-p no:{name}" for name in UNRELATED if name not in keep)))
 
 
 def kept(request: pytest.FixtureRequest) -> tuple[str, ...]:

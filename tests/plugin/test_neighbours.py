@@ -18,7 +18,8 @@ from inner_runs import without_figures
 import pytest_rlaudit.verdicts.assertions  # noqa: F401  (the engine, and scipy with it)
 
 # the plugins this module is about, which other inner runs leave out (tests/inner_runs.py)
-pytestmark = pytest.mark.inner_plugins("randomly", "html", "html_fixtures", "metadata")
+pytestmark = pytest.mark.inner_plugins(
+    "rewrite", "randomly", "html", "html_fixtures", "metadata")
 
 AUDITS = '''
 import pytest
