@@ -111,12 +111,7 @@ class Comparison:
         rows = [c for c in self.changes if c.metric == "return"]
         if not rows:
             return None
-        n = min(c.episodes for c in rows)
-        if len(rows) * 0.5 ** n < self.alpha:
-            return None
-        need = next(k for k in range(n + 1, 64) if len(rows) * 0.5 ** k < self.alpha)
-        return (f"with {n} paired episodes no mean-return drop can be significant over "
-                f"{len(rows)} comparisons at alpha {self.alpha:g}; use at least {need} episodes")
+        return too_few_episodes(min(c.episodes for c in rows), len(rows), self.alpha)
 
     @property
     def drops(self) -> list[Change]:
@@ -131,10 +126,7 @@ class Comparison:
         drop could exceed significantly with this few episodes (:attr:`power_note`)."""
         if not self.changes and not self.mismatches:
             return f"nothing was compared: {self._unpaired()}"
-        blind = [str(t) for t in self.tolerances if t.metric == "return"]
-        if blind and self.power_note:
-            return f"{', '.join(blind)} could not fail: {self.power_note}"
-        return None
+        return blind_tolerances(self.tolerances, self.power_note)
 
     def _unpaired(self) -> str:
         """Why no result of this run was paired with the baseline, and what to do."""
@@ -222,6 +214,29 @@ class _Row:
     episodes: int
     p_value: float | None = None  # returns
     ratio_inputs: tuple[Any, ...] | None = None  # ratios: what ratio_change_ci needs
+
+
+def too_few_episodes(episodes: int, rows: int, alpha: float = 0.05) -> str | None:
+    """Why no mean-return drop can be significant (the sign-flip test's least p, 2^-n,
+    times ``rows`` under Holm, is not below ``alpha``), with the episodes that would do.
+
+    >>> too_few_episodes(3, 2)  # doctest: +ELLIPSIS
+    'with 3 paired episodes no mean-return drop can be significant over 2 ...; use at least 6 episodes'
+    >>> too_few_episodes(6, 2) is None
+    True
+    """
+    need = episodes
+    while rows * 0.5 ** need >= alpha:
+        need += 1
+    return None if need == episodes else (
+        f"with {episodes} paired episodes no mean-return drop can be significant over "
+        f"{rows} comparisons at alpha {alpha:g}; use at least {need} episodes")
+
+
+def blind_tolerances(tolerances: Iterable[Tolerance], note: str | None) -> str | None:
+    """``"return:5% could not fail: <note of too_few_episodes>"``, or None."""
+    blind = [str(t) for t in tolerances if t.metric == "return"]
+    return f"{', '.join(blind)} could not fail: {note}" if blind and note else None
 
 
 def _rows(key: str, scenario: str, base_returns: Any, returns: Any, *, base_nominal: Any = None,

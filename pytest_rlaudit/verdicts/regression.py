@@ -14,13 +14,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._checks import number
-from ..auditing.comparison import Comparison, compare_audits
+from ..auditing.comparison import Comparison, blind_tolerances, compare_audits, too_few_episodes
 from ..auditing.results import AuditResult, audit
+from ..auditing.settings import check_episodes
 from ..auditing.tolerances import Tolerance
 from ..errors import InvalidArgumentError
 from ..rollout.runner import DEFAULT_MAX_STEPS
+from ..world import scenarios as registry
 from ..world.envs import EnvLike
-from ..world.scenarios import ScenarioLike
+from ..world.scenarios import NOMINAL, ScenarioLike
 from .assertions import RobustnessError
 
 __all__ = ["assert_no_regression"]
@@ -51,9 +53,19 @@ def assert_no_regression(
     improvements) or raises :class:`RobustnessError` whose message says "hold" and why.
     A comparison that could not have failed (too few ``episodes`` for a drop beyond
     ``margin`` to be significant: the decision "inconclusive", as the pytest gate words it)
-    raises :class:`~pytest_rlaudit.errors.InvalidArgumentError` naming the episodes needed.
+    raises :class:`~pytest_rlaudit.errors.InvalidArgumentError` naming the episodes needed,
+    before either agent is audited.
     """
     number("margin", margin, low=0, high=1, high_open=True)
+    number("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
+    check_episodes(episodes)
+    tolerances = (Tolerance("return", float(margin), True), Tolerance("ratio", float(margin), False))
+    # the mean-return rows: nominal's and each scenario's. Too few episodes for any of
+    # them to fail is known before auditing (too_few_episodes), so it is said first.
+    rows = 1 + len({s.name for s in registry.resolve(scenarios) if s.name != NOMINAL.name})
+    blind = blind_tolerances(tolerances, too_few_episodes(episodes, rows, alpha))
+    if blind:
+        raise InvalidArgumentError(f"assert_no_regression: {blind}")
 
     def run(agent: Any) -> AuditResult:  # both on the same seeds and settings
         return audit(agent, env, scenarios=scenarios, episodes=episodes, seed=seed,
@@ -61,9 +73,7 @@ def assert_no_regression(
 
     base = run(baseline)
     cand = run(candidate)
-    comparison = compare_audits(base, cand, (Tolerance("return", float(margin), True),
-                                             Tolerance("ratio", float(margin), False)),
-                                alpha=alpha)
+    comparison = compare_audits(base, cand, tolerances, alpha=alpha)
     if comparison.decision == "inconclusive":  # a gate that could not fail never says "ship"
         raise InvalidArgumentError(f"assert_no_regression: {comparison.inconclusive}")
     if comparison.decision == "hold":

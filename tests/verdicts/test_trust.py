@@ -17,6 +17,8 @@ from pytest_rlaudit import (
     assert_deterministic,
     assert_no_policy_collapse,
     assert_no_regression,
+    audit,
+    scenarios,
 )
 from pytest_rlaudit.auditing.baselines import (
     BASELINE_SCHEMA,
@@ -25,7 +27,7 @@ from pytest_rlaudit.auditing.baselines import (
     load_baseline,
     write_baseline,
 )
-from pytest_rlaudit.auditing.comparison import compare_records, compare_scenario
+from pytest_rlaudit.auditing.comparison import compare_audits, compare_records, compare_scenario
 from pytest_rlaudit.auditing.tolerances import Tolerance, parse_tolerance
 from pytest_rlaudit.errors import BaselineError, RolloutError
 from pytest_rlaudit.stats import ratio_change_ci
@@ -290,15 +292,39 @@ def test_a_drop_within_the_margin_ships():
     assert [c.status for c in comparison.changes if c.scenario == "spike"] == ["worse", "worse"]
 
 
-def test_too_few_episodes_for_a_meaningful_gate_is_an_error():
+def _never(obs):
+    raise AssertionError("audited")
+
+
+def test_too_few_episodes_for_a_meaningful_gate_is_an_error_before_any_audit():
     with pytest.raises(ValueError, match="with 3 paired episodes no mean-return drop can be "
                        "significant over 2 comparisons at alpha 0.05; use at least 6 episodes"):
-        assert_no_regression(robust, robust, "CartPole-v1", scenarios=["delay"], episodes=3)
+        assert_no_regression(_never, _never, "CartPole-v1", scenarios=["delay"], episodes=3)
+    # the default suite: nominal's row and one per scenario
+    rows = 1 + len(list(scenarios.resolve(None)))
+    with pytest.raises(ValueError, match=f"over {rows} comparisons at alpha 0.01"):
+        assert_no_regression(_never, _never, "CartPole-v1", episodes=7, alpha=0.01)
 
 
-def test_bad_margins_are_clear_errors():
-    with pytest.raises(ValueError, match="margin"):
-        assert_no_regression(robust, robust, "CartPole-v1", margin=1.5)
+def test_the_early_error_is_what_the_comparison_of_the_audits_says():
+    kwargs = dict(scenarios=["delay", "jitter"], episodes=5)
+    with pytest.raises(ValueError) as info:
+        assert_no_regression(robust, robust, "CartPole-v1", **kwargs)
+    tolerances = (Tolerance("return", 0.05, True), Tolerance("ratio", 0.05, False))
+    audits = [audit(robust, "CartPole-v1", **kwargs) for _ in range(2)]
+    comparison = compare_audits(*audits, tolerances)
+    assert comparison.decision == "inconclusive"
+    assert str(info.value) == f"assert_no_regression: {comparison.inconclusive}"
+    # one episode more and the gate can fail: it runs, and ships
+    assert assert_no_regression(robust, robust, "CartPole-v1", scenarios=["delay", "jitter"],
+                                episodes=6).decision == "ship"
+
+
+@pytest.mark.parametrize("bad, match", [(dict(margin=1.5), "margin"), (dict(alpha=0), "alpha"),
+                                        (dict(episodes=1), "episodes")])
+def test_bad_margins_alphas_and_episodes_are_clear_errors(bad, match):
+    with pytest.raises(ValueError, match=match):
+        assert_no_regression(_never, _never, "CartPole-v1", **bad)
 
 
 # ----------------------------------------------------------- assert_deterministic
