@@ -37,6 +37,9 @@ def collection_errors(out: str) -> dict[str, str]:
     return sections
 
 
+#: The exit code of a run whose collection failed (a bad marker, say): pytest interrupts it.
+INTERRUPTED = pytest.ExitCode.INTERRUPTED
+
 _BAD_MARKER_RUNS: dict[tuple[Any, ...], tuple[pytest.ExitCode | int, str]] = {}
 
 

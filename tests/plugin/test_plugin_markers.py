@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from audit_records import bad_marker_run, collection_errors, records
+from audit_records import INTERRUPTED, bad_marker_run, collection_errors, records
 from plugin_cli import CLI, text
-
-INTERRUPTED = pytest.ExitCode.INTERRUPTED
 
 
 def test_markers_are_documented_with_their_signatures(pytester: pytest.Pytester):

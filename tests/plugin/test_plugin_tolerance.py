@@ -17,13 +17,11 @@ from pathlib import Path
 import gymnasium  # noqa: F401
 import matplotlib.pyplot  # noqa: F401
 import pytest
-from audit_records import bad_marker_run, collection_errors, records
+from audit_records import INTERRUPTED, bad_marker_run, collection_errors, records
 from cartpole_agents import fragile
 from inner_runs import without_figures
 
 from pytest_rlaudit import audit, tolerance
-
-INTERRUPTED = pytest.ExitCode.INTERRUPTED
 
 CONFTEST = """
 import pytest
