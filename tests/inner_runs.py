@@ -14,6 +14,7 @@ explained, and with rewriting on, every in-process run read the file list of eve
 installed pytest plugin's distribution (hypothesis' is long) to mark its modules for
 rewriting, and rewrote its test files again. tests/plugin/test_neighbours.py keeps it, as
 it keeps every neighbour.
+
 :func:`without_figures` writes an in-process run's report without drawing it.
 """
 
