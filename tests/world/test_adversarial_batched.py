@@ -4,15 +4,19 @@ alone.
 
 The ``PINNED_*`` values are a regression pin, not a property: they were recorded from the
 per-observation attack as it was before the batched one (one PGD per row, one
-forward/backward of one observation per PGD step), with the seeds written here, and must not
-change with the batching. The Pendulum ones were recorded again with the batched attack on
-the float stack ``RECORDED_ON`` (an AVX2 machine; the first recording, on another machine,
-differs by at most 4e-9 of a return and one float32 ulp of an observation): numpy's ``sin``/``cos`` and torch's kernels round
-by the CPU's SIMD level, so on another stack the pins hold within float rounding
-(``tests/pins.py``), and the observation digests, a SHA-256 of every observation the agent
-saw (``record=True``) that pins every attacked observation bit for bit, only on this one.
-That a batched row is its attack alone, bit for bit, is checked in the same run on every
-machine (the ``alone`` runs and ``test_each_row_of_a_batched_pgd_is_its_pgd_alone``).
+forward/backward of one observation per PGD step), with the seeds written here, and must
+not change with the batching. A torch or SB3 upgrade that changes the networks' initial
+weights may move them, which is then to be checked and re-recorded.
+
+The Pendulum ones were recorded again with the batched attack on the float stack
+``RECORDED_ON`` (an AVX2 machine; the first recording, on another machine, differs by at
+most 4e-9 of a return and one float32 ulp of an observation). numpy's ``sin``/``cos`` and
+torch's kernels round by the CPU's SIMD level, so on another stack the pins hold within
+float rounding (``tests/pins.py``), and the observation digests (a SHA-256 of every
+observation the agent saw, ``record=True``, which pins every attacked observation bit for
+bit) only on the recording one. That a batched row is its attack alone, bit for bit, is
+checked in the same run on every machine (the ``alone`` runs and
+``test_each_row_of_a_batched_pgd_is_its_pgd_alone``).
 """
 
 from __future__ import annotations
