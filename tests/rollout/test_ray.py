@@ -95,8 +95,9 @@ def test_an_sb3_ppo_model_gives_the_local_numbers():
 
 
 def test_every_executor_reports_the_audit_of_one_process():
-    """One process, forked shards (workers=2, 3), env workers (a policy kept in one
-    process) and Ray actors: the same record, number for number, for a trained SB3 agent."""
+    """One process, forked shards (workers=2), env workers (a policy kept in one process)
+    and Ray actors: the same record, number for number, for a trained SB3 agent. (How
+    shards fall over 3 or more processes is the same for every agent: test_workers.py.)"""
     from pytest_rlaudit import audit
 
     kwargs = dict(scenarios=["jitter", "obs_noise", "spike"], episodes=5, reference="random")
@@ -110,7 +111,7 @@ def test_every_executor_reports_the_audit_of_one_process():
 
     local = record()
     assert len(set(local["scenarios"]["spike"]["returns"])) > 1  # episodes that differ
-    for where in ({"workers": 2}, {"workers": 3}, {"workers": 2, "pinned": True},
+    for where in ({"workers": 2}, {"workers": 2, "pinned": True},
                   {"backend": "ray", "workers": 2}):
         assert record(**where) == local, where
 
