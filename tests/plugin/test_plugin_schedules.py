@@ -68,33 +68,72 @@ def _properties(xml_path) -> dict[str, dict[str, str]]:
             for case in root.iter("testcase")}
 
 
+# Counts the engine's rollouts in the run without xdist (in-process: test_count reads
+# them): the nominal-episodes test below reads that run's test_count instead of searching
+# test_fragile_agent's schedules a third time.
+COUNTING = CONFTEST + '''
+import pytest_rlaudit.auditing.settings as A  # where the engine runs episodes
+
+CALLS = []
+_run = A.run_episodes
+
+
+def _counting(policy, env, scenarios, *args, **kwargs):
+    if policy.name != "random":  # the random reference's rollouts come through here too
+        CALLS.append((policy.name, tuple(s.name for s in scenarios)))
+    return _run(policy, env, scenarios, *args, **kwargs)
+
+
+def pytest_configure(config):
+    A.run_episodes = _counting
+
+
+def pytest_unconfigure(config):
+    A.run_episodes = _run
+'''
+
+COUNT = '''
+def test_count():
+    import conftest
+
+    assert conftest.CALLS.count(("fragile", ("nominal",))) == 1
+    assert conftest.CALLS.count(("fragile", ("schedule",))) >= 5
+'''
+
 _SCHEDULE_RUNS: dict[str, tuple[pytest.RunResult, Path]] = {}
 
 
-def _schedule_runs(project: pytest.Pytester, tmp_path: Path) -> dict[
+def _schedule_runs(project: pytest.Pytester, tmp_path: Path, *modes: str) -> dict[
         str, tuple[pytest.RunResult, Path]]:
-    """PROPERTY_TESTS run without xdist and at -n 2 (the result, and the folder of its
-    junit.xml and report/), made once per process: each case of the test below reads its
-    own. Their summary.json is the same (checked below), so only the first draws the
-    report's figures from it: the -n 2 run, whose controller is this process, writes it
-    without matplotlib (no figures, some 2 CPU s less)."""
-    if not _SCHEDULE_RUNS:
-        project.makepyfile(test_sched_reports=PROPERTY_TESTS)
-        for mode, xdist in (("no-xdist", []), ("n2", ["-n", "2"])):
-            folder = tmp_path / mode
-            with without_figures() if mode == "n2" else nullcontext():
-                result = project.runpytest("--rl-audit", f"--junitxml={folder / 'junit.xml'}",
-                                           f"--rl-report={folder / 'report'}", *xdist)
-            _SCHEDULE_RUNS[mode] = result, folder
+    """PROPERTY_TESTS run without xdist (after them, COUNT) and at -n 2 (the result, and
+    the folder of its junit.xml and report/), each made once per process when a test first
+    asks for it: each case of the test below reads its own (and the n2 case the other's
+    summary.json), the nominal-episodes test the first alone (an xdist worker of this
+    suite that runs only that test makes only that run). Their summary.json is the same
+    (checked below), so only the first draws the report's figures from it: the -n 2 run,
+    whose controller is this process, writes it without matplotlib (no figures, some 2 CPU
+    s less)."""
+    for mode in modes:
+        if mode in _SCHEDULE_RUNS:
+            continue
+        project.makeconftest(COUNTING)
+        project.makepyfile(test_sched_reports=PROPERTY_TESTS, test_sched_count=COUNT)
+        args = (["test_sched_reports.py", "test_sched_count.py"] if mode == "no-xdist"
+                else ["-n", "2", "test_sched_reports.py"])
+        folder = tmp_path / mode
+        with without_figures() if mode == "n2" else nullcontext():
+            result = project.runpytest("--rl-audit", f"--junitxml={folder / 'junit.xml'}",
+                                       f"--rl-report={folder / 'report'}", *args)
+        _SCHEDULE_RUNS[mode] = result, folder
     return _SCHEDULE_RUNS
 
 
 @pytest.mark.parametrize("mode", ["no-xdist", "n2"])
 def test_the_smallest_failing_schedule_reaches_every_report(project, tmp_path, mode):
-    runs = _schedule_runs(project, tmp_path)
+    runs = _schedule_runs(project, tmp_path, "no-xdist", mode)
     result, folder = runs[mode]
     junit, report = folder / "junit.xml", folder / "report"
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1 if mode == "n2" else 2, failed=1)  # and test_count
     assert ("created: 2/2 workers" in result.stdout.str()) == (mode == "n2")
     # the same summary.json in both modes, byte for byte (the figures are drawn from it)
     assert (report / "summary.json").read_text() == (
@@ -155,38 +194,11 @@ def test_delay(rl_agent, rl_env, schedule):
     assert "HealthCheck" not in result.stdout.str()
 
 
-def test_a_hypothesis_test_runs_its_nominal_episodes_once(project):
-    project.makeconftest(CONFTEST + '''
-import pytest_rlaudit.auditing.settings as A  # where the engine runs episodes
-
-CALLS = []
-_run = A.run_episodes
-
-
-def _counting(policy, env, scenarios, *args, **kwargs):
-    if policy.name != "random":  # the random reference's rollouts come through here too
-        CALLS.append(tuple(s.name for s in scenarios))
-    return _run(policy, env, scenarios, *args, **kwargs)
-
-
-def pytest_configure(config):
-    A.run_episodes = _counting
-
-
-def pytest_unconfigure(config):
-    A.run_episodes = _run
-''')
-    project.makepyfile(test_sched_cache=PROPERTY_TESTS.split("@audit_settings(max_examples=4")[0]
-                       + '''
-
-def test_count():
-    import conftest
-
-    assert conftest.CALLS.count(("nominal",)) == 1
-    assert conftest.CALLS.count(("schedule",)) >= 5
-''')
-    result = project.runpytest("--rl-audit", "-p", "no:randomly")
-    result.assert_outcomes(passed=1, failed=1)
+def test_a_hypothesis_test_runs_its_nominal_episodes_once(project, tmp_path):
+    result = _schedule_runs(project, tmp_path, "no-xdist")["no-xdist"][0]
+    counted = [rep for rep in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+               if rep.nodeid == "test_sched_count.py::test_count" and rep.when == "call"]
+    assert [rep.outcome for rep in counted] == ["passed"], result.stdout.str()
     assert pytest_rlaudit.auditing.settings.run_episodes.__name__ == "run_episodes"
 
 

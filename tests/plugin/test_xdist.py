@@ -1,7 +1,9 @@
 """The plugin under pytest-xdist: the same numbers and reports at any -n, crashes contained.
 
-The main behaviours run three ways, as syrupy tests its plugin: without xdist's -n, with
--n 0 and with -n 2 (workers are real processes; each reuses its own nominal rollouts).
+The main behaviours run without xdist's -n and with -n 2 (workers are real processes; each
+reuses its own nominal rollouts); the cheap skipping test with -n 0 too. xdist turns -n 0
+into its defaults (dist "no", no workers: xdist/plugin.py's pytest_cmdline_main), so an
+audit at -n 0 runs exactly as without -n: one run each in-process for nothing more.
 """
 
 from __future__ import annotations
@@ -70,6 +72,12 @@ def xdist_args(request) -> list[str]:
     return ["-p", "no:benchmark", *MODES[request.param]]
 
 
+@pytest.fixture(params=["no-xdist", "n2"])
+def audit_xdist_args(request) -> list[str]:
+    """The modes an audit runs in differently (-n 0 is no -n: the module's docstring)."""
+    return ["-p", "no:benchmark", *MODES[request.param]]
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(xdist_agents=AGENTS, test_xdist_audit=MARKED)
@@ -86,17 +94,18 @@ def _section(stdout: str) -> list[str]:
 
 def test_marked_audits_and_xfails_report_the_same_everywhere(project, tmp_path):
     # One run per mode of both files (the marked audits and the strict xfail): the same
-    # outcomes, table, JUnit properties and summary.json, byte for byte, without xdist,
-    # at -n 0 and at -n 2 (2 workers for 9 tests: an uneven deal, each worker with its own
-    # nominal rollouts; a third worker would add its start-up, not a case).
+    # outcomes, table, JUnit properties and summary.json, byte for byte, without xdist and
+    # at -n 2 (2 workers for 9 tests: an uneven deal, each worker with its own nominal
+    # rollouts; a third worker would add its start-up, not a case; -n 0 would repeat the
+    # run without -n: the module's docstring).
     project.makepyfile(test_xdist_xfail=XFAIL)
     docs, tables = {}, {}
-    for mode, args in {"no-xdist": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}.items():
+    for mode, args in {"no-xdist": [], "n2": ["-n", "2"]}.items():
         xml = tmp_path / f"{mode}.xml"
         report = tmp_path / mode
         # The report's figures and page are drawn from summary.json alone, which must be
         # the same in every mode: the n2 run (its controller in this process, as here)
-        # draws them; the other two write it without figures (some 3 CPU s a run).
+        # draws them; the other writes it without figures (some 3 CPU s a run).
         with without_figures() if mode != "n2" else nullcontext():
             result = project.runpytest("--rl-audit", "-v", "-p", "no:benchmark", *args,
                                        f"--junitxml={xml}", f"--rl-report={report}")
@@ -129,15 +138,15 @@ def test_marked_audits_and_xfails_report_the_same_everywhere(project, tmp_path):
                     if "test_xdist_xfail" in r["nodeid"]}
         assert outcomes == {"spike": ("xfailed", False), "delay": ("failed", True)}
     # byte for byte: no timing field in the summary
-    assert docs["no-xdist"] == docs["n0"] == docs["n2"]
-    assert tables["no-xdist"] == tables["n0"] == tables["n2"]
+    assert docs["no-xdist"] == docs["n2"]
+    assert tables["no-xdist"] == tables["n2"]
 
 
-def test_zero_config_items_run_and_fail_readably_everywhere(pytester, xdist_args):
+def test_zero_config_items_run_and_fail_readably_everywhere(pytester, audit_xdist_args):
     pytester.makepyfile(xdist_agents=AGENTS)
     args = ("--rl-audit", "--rl-agent", "xdist_agents:fragile", "--rl-env", "CartPole-v1",
-            "--rl-episodes", "4", *xdist_args)
-    if "-n" in xdist_args and xdist_args[xdist_args.index("-n") + 1] != "0":
+            "--rl-episodes", "4", *audit_xdist_args)
+    if "-n" in audit_xdist_args:
         # In a subprocess, as a user runs it: `python -m pytest` puts the working
         # directory, and so the agents module, on the path of the controller and of
         # every worker.

@@ -305,13 +305,14 @@ def test_chromium_renders_the_page_without_a_console_message(
 
 
 def test_the_console_check_catches_a_script_error_and_a_network_load(
-        report: tuple[Path, dict[str, Any]], tmp_path: Path):
-    page = (report[0] / "index.html").read_text(encoding="utf-8")
+        unrated_page: tuple[Path, str], tmp_path: Path):
+    # a report page, the smaller one (its script and markup are the same), and its first
+    # screen: what is checked is the console, not what the page draws
     broken = tmp_path / "broken.html"
-    broken.write_text(page.replace("</body>", "<script>no_such_function();</script>"
-                                              '<img src="https://example.invalid/x.png"></body>'),
-                      encoding="utf-8")
-    _, console, _ = chromium(broken, tmp_path)
+    broken.write_text(unrated_page[1].replace(
+        "</body>", "<script>no_such_function();</script>"
+                   '<img src="https://example.invalid/x.png"></body>'), encoding="utf-8")
+    _, console, _ = chromium(broken, tmp_path, size=(1280, 640))
     assert any("script" in line.lower() for line in console), console
     assert any("example.invalid" in line for line in console), console
 
