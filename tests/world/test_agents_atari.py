@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
 import gymnasium as gym
@@ -34,11 +35,24 @@ ENV = "BreakoutNoFrameskip-v4"
 WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread() -> Iterator[None]:
+    """The module's torch work on one thread. On two, the CNN's convolutions in training
+    cost 4x the CPU here, and each load of the zoo agent (SB3 builds the CNN and
+    orthogonally initialises it before reading the weights: QR factorisations) 2.5x:
+    0.8 s against 0.33, six loads a run. Policy calls are on one thread anyway."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def zoo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A zoo folder (logs/ppo/<Env>_1) of a CnnPolicy PPO trained as the zoo trains
     Atari agents: AtariWrapper, then VecFrameStack(4)."""
-    import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.atari_wrappers import AtariWrapper
     from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
@@ -46,16 +60,10 @@ def zoo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     register_ale(ENV)
     venv = VecFrameStack(DummyVecEnv([lambda: AtariWrapper(gym.make(ENV))]), 4)
     # One update of 8 steps: trained, its optimizer state saved with it, as a zoo agent's
-    # is. On one torch thread: the CNN's convolutions on two cost 4x the CPU here.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        model = PPO("CnnPolicy", venv, n_steps=8, batch_size=8, n_epochs=1, seed=0,
-                    device="cpu",
-                    policy_kwargs={"features_extractor_kwargs": {"features_dim": 32}})
-        model.learn(8)
-    finally:
-        torch.set_num_threads(threads)
+    # is.
+    model = PPO("CnnPolicy", venv, n_steps=8, batch_size=8, n_epochs=1, seed=0,
+                device="cpu", policy_kwargs={"features_extractor_kwargs": {"features_dim": 32}})
+    model.learn(8)
     run = tmp_path_factory.mktemp("logs") / "ppo" / f"{ENV}_1"
     (run / ENV).mkdir(parents=True)
     model.save(run / f"{ENV}.zip")
