@@ -9,11 +9,11 @@ schedule (or scenario), or None when none of the examples tried breaks the agent
 >>> def controller(obs):
 ...     return (obs @ np.array([0.02, 0.0, 1.0, 0.2]) > 0).astype(np.int64)
 >>> found = find_breaking_schedule(controller, "CartPole-v1", schedules(kinds=["speed"]),
-...                                min_ratio=0.8, max_examples=10, seed=3, episodes=2)
+...                                min_ratio=0.8, max_examples=20, episodes=4)
 >>> found
-Schedule(speed=[1]*2 + [5]*12)
+Schedule(speed=[1]*2 + [5]*42)
 >>> found.describe()
-'speed goes 1 -> 5 for 12 steps at step 2'
+'speed goes 1 -> 5 for 42 steps at step 2'
 """
 
 from __future__ import annotations
