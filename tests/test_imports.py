@@ -28,6 +28,15 @@ def test_a_schedule_is_plain_data():
     assert not loaded & {*HEAVY, "gymnasium", "scipy", "numpy"}
 
 
+def test_the_public_api_imports_scipy_stats_only_when_a_statistic_is_computed():
+    # a test file's import at collection, in every xdist worker, also when audits are skipped
+    api = "from pytest_rlaudit import assert_robust, audit, check_robust, tolerance\n"
+    assert not _modules_after(api) & {"scipy", "scipy.stats", "scipy.optimize"}
+    computed = _modules_after(api + "from pytest_rlaudit.stats.paired import paired_ratio_ci\n"
+                              "paired_ratio_ci([1.0, 2.0, 3.0], [1.0, 2.0, 2.5], seed=0)")
+    assert "scipy.stats" in computed
+
+
 def test_a_numpy_agent_audit_imports_no_torch():
     loaded = _modules_after(
         "import numpy as np\n"

@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _scipy_stats
 
 from .._checks import confidence as check_confidence
 from ..errors import ReferenceScoreError
+from .scipy_lazy import scipy_stats
 
 __all__ = ["check_returns", "check_reference", "ratio", "paired_ratio_ci", "ratio_change_ci",
            "degradation_p_value", "holm", "PRECISION", "Margin", "reference_margin"]
@@ -113,12 +113,12 @@ class Margin:
         level = 0.5 + self.confidence / 2
 
         def enough(n: int) -> bool:
-            beyond = float(_scipy_stats.t.ppf(power, n - 1))
-            need = max(float(_scipy_stats.t.ppf(level, n - 1)), PRECISION) + beyond
+            beyond = float(scipy_stats().t.ppf(power, n - 1))
+            need = max(float(scipy_stats().t.ppf(level, n - 1)), PRECISION) + beyond
             return need * self.spread / math.sqrt(n) <= self.mean
 
         # t quantiles exceed the normal's: the normal answer is a lower bound to start from
-        z = PRECISION + float(_scipy_stats.norm.ppf(power))
+        z = PRECISION + float(scipy_stats().norm.ppf(power))
         start = max(2, math.ceil((z * self.spread / self.mean) ** 2))
         return next((n for n in range(start, limit + 1) if enough(n)), None)
 
@@ -154,7 +154,7 @@ def reference_margin(nominal: Sequence[float] | np.ndarray,
     mean = float(np.mean(margins))
     spread = float(np.std(margins, ddof=1))
     half = 0.0 if spread == 0 else float(
-        _scipy_stats.t.ppf(0.5 + confidence / 2, size - 1) * spread / math.sqrt(size))
+        scipy_stats().t.ppf(0.5 + confidence / 2, size - 1) * spread / math.sqrt(size))
     return Margin(mean, mean - half, mean + half, size, confidence, spread)
 
 
@@ -221,8 +221,8 @@ def paired_ratio_ci(
             return ratios
 
     alpha, size = 1.0 - confidence, len(n)
-    expanded = 2.0 * _scipy_stats.norm.cdf(
-        math.sqrt(size / (size - 1)) * _scipy_stats.t.ppf(1.0 - alpha / 2.0, size - 1)) - 1.0
+    expanded = 2.0 * scipy_stats().norm.cdf(
+        math.sqrt(size / (size - 1)) * scipy_stats().t.ppf(1.0 - alpha / 2.0, size - 1)) - 1.0
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EED]))
     return _paired_bootstrap((n, p), statistic, point, expanded, n_resamples, rng)
 
@@ -235,7 +235,7 @@ def _paired_bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = _scipy_stats.bootstrap(
+            res = scipy_stats().bootstrap(
                 data, statistic, paired=True, vectorized=True, method=method,
                 confidence_level=confidence, n_resamples=n_resamples, rng=rng)
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)

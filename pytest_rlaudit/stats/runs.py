@@ -28,11 +28,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as _scipy_stats
-from scipy.optimize import brentq
 
 from .._checks import confidence as check_confidence
 from .._checks import integer
+from .scipy_lazy import scipy_stats
 
 __all__ = ["iqm", "run_ratios", "runs_ratio_ci", "probability_of_improvement",
            "improvement_ci", "performance_profile", "iqm_ci", "expanded_level", "RUNS_RESAMPLES"]
@@ -61,7 +60,7 @@ def iqm(values: ArrayLike) -> float:
     (2.0, 1.0)
     """
     arr = _values("values", values)
-    return float(_scipy_stats.trim_mean(arr, 0.25))
+    return float(scipy_stats().trim_mean(arr, 0.25))
 
 
 def run_ratios(nominal: Any, perturbed: Any, reference: float = 0.0) -> np.ndarray:
@@ -92,8 +91,8 @@ def expanded_level(confidence: float, size: int) -> float:
     (0.9945, 0.9763)
     """
     alpha = 1.0 - confidence
-    t = float(_scipy_stats.t.ppf(1.0 - alpha / 2.0, size - 1))
-    return float(2.0 * _scipy_stats.norm.cdf(t) - 1.0)
+    t = float(scipy_stats().t.ppf(1.0 - alpha / 2.0, size - 1))
+    return float(2.0 * scipy_stats().norm.cdf(t) - 1.0)
 
 
 def runs_ratio_ci(
@@ -145,7 +144,7 @@ def runs_ratio_ci(
     if not resample_episodes:
         return iqm_ci(ratios, confidence=confidence, seed=seed, n_resamples=n_resamples)
     rng = _generator(seed, 0x1A)
-    iqms = np.concatenate([_scipy_stats.trim_mean(b, 0.25, axis=1)
+    iqms = np.concatenate([scipy_stats().trim_mean(b, 0.25, axis=1)
                            for b in _resampled_ratios(n, p, reference, n_resamples, rng)])
     return _percentile(iqms, iqm(ratios), expanded_level(confidence, runs))
 
@@ -166,7 +165,7 @@ def iqm_ci(per_run: ArrayLike, *, confidence: float = 0.95, seed: int = 0,
     n_resamples = integer("n_resamples", n_resamples, minimum=100)
     runs = len(ratios)
     rng = _generator(seed, 0x1A)
-    iqms = _scipy_stats.trim_mean(ratios[rng.integers(0, runs, size=(n_resamples, runs))],
+    iqms = scipy_stats().trim_mean(ratios[rng.integers(0, runs, size=(n_resamples, runs))],
                                   0.25, axis=1)
     return _percentile(iqms, iqm(ratios), expanded_level(confidence, runs))
 
@@ -211,7 +210,7 @@ def improvement_ci(x: ArrayLike, y: ArrayLike, *,
     confidence = check_confidence(confidence)
     m, n = len(a), len(b)
     point = probability_of_improvement(a, b)
-    z2 = float(_scipy_stats.norm.ppf(0.5 + confidence / 2)) ** 2
+    z2 = float(scipy_stats().norm.ppf(0.5 + confidence / 2)) ** 2
     pairs = (m + n) / 2 - 1
 
     def outside(t: float) -> float:  # > 0 outside the interval, <= 0 inside
@@ -234,6 +233,8 @@ def _score_end(outside: Any, point: float, edge: float) -> float:
         inner = point + step
     if outside(inner) > 0:
         return point  # no room: the interval is the point (not reached for 2+ runs)
+    from scipy.optimize import brentq  # with scipy.stats: see .scipy_lazy
+
     return float(brentq(outside, min(inner, edge), max(inner, edge)))
 
 

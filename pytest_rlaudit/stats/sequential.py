@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as _st
 
 from .paired import check_reference
 from .ratings import MODES
+from .scipy_lazy import scipy_stats
 from .spending import SPENDING_GAMMA, look_bounds
 
 __all__ = ["AdaptiveResult", "AdaptiveRuns", "adaptive_sample", "adaptive_decisions",
@@ -109,7 +109,7 @@ def _look(nominal: np.ndarray, perturbed: np.ndarray, z: float,
     scale = np.maximum.reduce([np.ones_like(point), np.abs(m["a"]), np.abs(m["b"]),
                                np.sqrt(m["aa"]), np.sqrt(m["bb"])])
     flat = np.sqrt(resid) <= 1e-12 * scale  # the ratio cannot vary: the point interval
-    crit = float(_st.t.isf(_st.norm.sf(z), n - 1))
+    crit = float(scipy_stats().t.isf(scipy_stats().norm.sf(z), n - 1))
     # both ends at once on a trailing (low, high) axis
     side = np.array([-1.0, 1.0])
     step = np.where(flat, 0.0, se)[..., None] * side
@@ -168,7 +168,7 @@ def _plan(episodes: int, max_episodes: int, round_size: int | None, threshold: f
 
 def _margin_factor(max_episodes: int, confidence: float) -> float:
     # the half-width, in standard errors, of a fixed-sample interval from max_episodes
-    return float(_st.t.ppf(1.0 - (1.0 - confidence) / 2.0, max(max_episodes - 1, 1)))
+    return float(scipy_stats().t.ppf(1.0 - (1.0 - confidence) / 2.0, max(max_episodes - 1, 1)))
 
 
 def adaptive_sample(
@@ -263,7 +263,7 @@ def adaptive_sample(
         code = int(_stop(point, low, high, np.asarray(margin), threshold, mode, strict,
                          target_ci_width, k == len(looks) - 1))
         if code:
-            level = 2.0 * float(_st.norm.cdf(bounds[k])) - 1.0
+            level = 2.0 * float(scipy_stats().norm.cdf(bounds[k])) - 1.0
             return AdaptiveResult(nominal, perturbed, (float(low), float(high)), k + 1,
                                   len(looks), level, _STOPS[code], margin)
     raise AssertionError("unreachable: the last look always stops")
