@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "hypothesis", "ray", "tqdm", "ale_py", "cv2")
 
@@ -35,6 +36,16 @@ def test_the_public_api_imports_scipy_stats_only_when_a_statistic_is_computed():
     computed = _modules_after(api + "from pytest_rlaudit.stats.paired import paired_ratio_ci\n"
                               "paired_ratio_ci([1.0, 2.0, 3.0], [1.0, 2.0, 2.5], seed=0)")
     assert "scipy.stats" in computed
+
+
+def test_loading_an_sb3_zip_for_an_audit_builds_no_optimizer():
+    # a torch optimizer's first add_param_group imports torch._dynamo: 1.5-2.5 s a process
+    zip_path = Path(__file__).parents[1] / "examples" / "ppo_cartpole.zip"
+    loaded = _modules_after(
+        "import numpy as np\nfrom pytest_rlaudit import as_policy\n"
+        f"policy = as_policy({str(zip_path)!r}, env='CartPole-v1')\n"
+        "policy.act(np.zeros((1, 4), np.float32), None)")
+    assert "torch" in loaded and "torch._dynamo" not in loaded
 
 
 def test_a_numpy_agent_audit_imports_no_torch():

@@ -438,3 +438,13 @@ def test_a_model_trained_with_vecnormalize_is_not_audited_without_its_stats(tmp_
 
 def test_models_trained_without_vecnormalize_need_no_stats():
     assert isinstance(as_policy(CARTPOLE_RUN / "CartPole-v1.zip"), SB3Policy)
+
+
+def test_a_zip_loaded_for_an_audit_has_no_optimizer_to_train_or_save_with(tmp_path):
+    zip_path = Path(__file__).parents[2] / "examples" / "ppo_cartpole.zip"
+    model = load_sb3(zip_path)  # weights only: the default
+    for use in (model.policy.optimizer.step, lambda: model.save(tmp_path / "again.zip")):
+        with pytest.raises(PolicyError, match=r"without its optimizer.*PPO\.load\(path\)"):
+            use()
+    trusted = load_sb3(zip_path, trusted=True)  # SB3's own load
+    assert type(trusted.policy.optimizer).__name__ == "Adam"

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import inspect
 import pickletools
 from collections.abc import Callable
 from pathlib import Path
@@ -49,8 +50,8 @@ from gymnasium import spaces
 from ...errors import PolicyError
 from .allow_lists import ALLOWED_WORDS, CLASS_REPR, allowed_class, config_policy_kwargs
 
-__all__ = ["TRUST_HINT", "pickled_global", "readable_policy_kwargs", "readable_space",
-           "weights_only_objects", "untrusted_error"]
+__all__ = ["TRUST_HINT", "InferenceOnlyOptimizer", "pickled_global", "readable_policy_kwargs",
+           "readable_space", "weights_only_objects", "untrusted_error"]
 
 #: How to load a file in full, for the errors that need it.
 TRUST_HINT = ("if you trust the file, load it in full (SB3's own load, which runs the code "
@@ -127,8 +128,8 @@ def readable_policy_kwargs(path: Path, entry: Any,
     :func:`~.allow_lists.allowed_class`. Where a field cannot be read so, the same key of ``config``
     (a zoo ``config.yml``'s ``policy_kwargs``, :func:`~.allow_lists.config_policy_kwargs`) is taken
     when it can. An optimizer off the allow-list is left out with its
-    ``optimizer_kwargs`` (the default optimizer is built instead: inference never steps
-    it); any other class, or a value only a pickle holds, is refused."""
+    ``optimizer_kwargs`` (no optimizer is built: :func:`weights_only_objects` puts
+    :class:`InferenceOnlyOptimizer` in); any other class, or a value only a pickle holds, is refused."""
     config = config or {}
     if entry is None:
         return {}
@@ -279,6 +280,32 @@ def _spaces(path: Path, data: dict[str, Any], spaces_of_env: Spaces | None,
     return saved[0], saved[1]
 
 
+class InferenceOnlyOptimizer:
+    """The optimizer of a policy loaded for an audit (its ``policy_kwargs``'
+    ``optimizer_class``): an audit never trains, and building any torch optimizer imports
+    ``torch._dynamo`` on its first ``add_param_group``, 1.5-2.5 s of CPU in every process
+    that loads a zip (the controller and each xdist worker). SB3's ``load`` hands it the
+    saved optimizer state, which it drops; training or saving the model is an error
+    saying how to load it for that. (SAC, TQC and CrossQ build their entropy
+    coefficient's ``Adam`` themselves, so loading one of them still pays the import.)
+
+    >>> InferenceOnlyOptimizer([], lr=3e-4).load_state_dict({"state": {}})
+    """
+
+    def __init__(self, params: Any, **kwargs: Any) -> None:
+        self.param_groups: list[dict[str, Any]] = []
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True) -> None:
+        """Drop the saved state: nothing steps it."""
+
+    def _not_here(self, *args: Any, **kwargs: Any) -> Any:
+        raise PolicyError(
+            "this model was loaded by pytest-rlaudit for an audit, without its optimizer: "
+            "to train or save it, load it with its algorithm's own load(), e.g. PPO.load(path)")
+
+    step = zero_grad = state_dict = _not_here
+
+
 def weights_only_objects(path: Path, data: dict[str, Any], algo_cls: Any,
                          schedules: dict[str, Any], spaces_of_env: Spaces | None,
                          config_kwargs: Any = None,
@@ -297,6 +324,8 @@ def weights_only_objects(path: Path, data: dict[str, Any], algo_cls: Any,
                               "policy_kwargs": readable_policy_kwargs(
                                   path, data.get("policy_kwargs"),
                                   config_policy_kwargs(config_kwargs))}
+    if "optimizer_class" in inspect.signature(policy_class).parameters:  # not ARS's
+        custom["policy_kwargs"]["optimizer_class"] = InferenceOnlyOptimizer
     for key, entry in data.items():
         if key in custom or not (isinstance(entry, dict) and ":serialized:" in entry):
             continue
