@@ -123,6 +123,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path.name != "test_ray.py")  # stable: the rest keep their order
 
 
+def _keep_scipy_stats_across_pytester_tests() -> None:
+    """The package imports scipy.stats at its first statistic (``stats.scipy_lazy``), but
+    pytester takes a snapshot of ``sys.modules`` for each test that uses it and restores
+    it after: every plugin test whose inner run computed a statistic imported scipy.stats
+    afresh (1.6-2 s of CPU each time), over 60 s of CPU in all. Imported here, it is in
+    every snapshot (and frozen out of the garbage collector with the rest below)."""
+    import scipy.stats  # noqa: F401
+
+
+_keep_scipy_stats_across_pytester_tests()
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection made (the test modules, torch, SB3, hypothesis, every item) lives to
     the end of the session: frozen out of the cyclic garbage collector, whose full

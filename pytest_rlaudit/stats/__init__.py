@@ -23,7 +23,7 @@ import importlib
 from typing import Any
 
 # Names are loaded on first use (PEP 562): ``stats.ratings`` needs only the standard
-# library, and the plugin imports it on every pytest run; ``paired`` imports scipy.
+# library, and the plugin imports it on every pytest run; scipy comes with the first statistic.
 _HOMES = {
     "RATINGS": "ratings",
     "INCONCLUSIVE": "ratings",
