@@ -444,7 +444,11 @@ def test_a_zip_loaded_for_an_audit_has_no_optimizer_to_train_or_save_with(tmp_pa
     zip_path = Path(__file__).parents[2] / "examples" / "ppo_cartpole.zip"
     model = load_sb3(zip_path)  # weights only: the default
     for use in (model.policy.optimizer.step, lambda: model.save(tmp_path / "again.zip")):
-        with pytest.raises(PolicyError, match=r"without its optimizer.*PPO\.load\(path\)"):
+        with pytest.raises(PolicyError, match=r"without its optimizer.*with PPO\.load\(path\)"):
             use()
+    a2c = load_sb3(Path(__file__).parents[1] / "data" / "zoo" / "a2c" / "Pendulum-v1_1" /
+                   "Pendulum-v1.zip")  # the zoo's, whose config names RMSpropTFLike
+    with pytest.raises(PolicyError, match=r"with A2C\.load\(path\)"):
+        a2c.policy.optimizer.zero_grad()
     trusted = load_sb3(zip_path, trusted=True)  # SB3's own load
     assert type(trusted.policy.optimizer).__name__ == "Adam"

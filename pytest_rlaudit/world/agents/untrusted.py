@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import inspect
 import pickletools
 from collections.abc import Callable
@@ -286,14 +287,16 @@ class InferenceOnlyOptimizer:
     ``torch._dynamo`` on its first ``add_param_group``, 1.5-2.5 s of CPU in every process
     that loads a zip (the controller and each xdist worker). SB3's ``load`` hands it the
     saved optimizer state, which it drops; training or saving the model is an error
-    saying how to load it for that. (SAC, TQC and CrossQ build their entropy
-    coefficient's ``Adam`` themselves, so loading one of them still pays the import.)
+    naming the load to use instead (``algo``: the algorithm's class name). (SAC, TQC and
+    CrossQ build their entropy coefficient's ``Adam`` themselves, so loading one of them
+    still pays the import.)
 
-    >>> InferenceOnlyOptimizer([], lr=3e-4).load_state_dict({"state": {}})
+    >>> InferenceOnlyOptimizer([], algo="PPO", lr=3e-4).load_state_dict({"state": {}})
     """
 
-    def __init__(self, params: Any, **kwargs: Any) -> None:
+    def __init__(self, params: Any, *, algo: str, **kwargs: Any) -> None:
         self.param_groups: list[dict[str, Any]] = []
+        self.algo = algo
 
     def load_state_dict(self, state_dict: Any, strict: bool = True) -> None:
         """Drop the saved state: nothing steps it."""
@@ -301,7 +304,7 @@ class InferenceOnlyOptimizer:
     def _not_here(self, *args: Any, **kwargs: Any) -> Any:
         raise PolicyError(
             "this model was loaded by pytest-rlaudit for an audit, without its optimizer: "
-            "to train or save it, load it with its algorithm's own load(), e.g. PPO.load(path)")
+            f"to train or save it, load it with {self.algo}.load(path)")
 
     step = zero_grad = state_dict = _not_here
 
@@ -325,7 +328,8 @@ def weights_only_objects(path: Path, data: dict[str, Any], algo_cls: Any,
                                   path, data.get("policy_kwargs"),
                                   config_policy_kwargs(config_kwargs))}
     if "optimizer_class" in inspect.signature(policy_class).parameters:  # not ARS's
-        custom["policy_kwargs"]["optimizer_class"] = InferenceOnlyOptimizer
+        custom["policy_kwargs"]["optimizer_class"] = functools.partial(
+            InferenceOnlyOptimizer, algo=algo_cls.__name__)
     for key, entry in data.items():
         if key in custom or not (isinstance(entry, dict) and ":serialized:" in entry):
             continue
