@@ -111,14 +111,15 @@ class Margin:
         if self.spread == 0:
             return 2
         level = 0.5 + self.confidence / 2
+        st = scipy_stats()
 
         def enough(n: int) -> bool:
-            beyond = float(scipy_stats().t.ppf(power, n - 1))
-            need = max(float(scipy_stats().t.ppf(level, n - 1)), PRECISION) + beyond
+            beyond = float(st.t.ppf(power, n - 1))
+            need = max(float(st.t.ppf(level, n - 1)), PRECISION) + beyond
             return need * self.spread / math.sqrt(n) <= self.mean
 
         # t quantiles exceed the normal's: the normal answer is a lower bound to start from
-        z = PRECISION + float(scipy_stats().norm.ppf(power))
+        z = PRECISION + float(st.norm.ppf(power))
         start = max(2, math.ceil((z * self.spread / self.mean) ** 2))
         return next((n for n in range(start, limit + 1) if enough(n)), None)
 
@@ -220,9 +221,9 @@ def paired_ratio_ci(
             ratios: np.ndarray = (per.mean(axis=axis) - reference) / (nom.mean(axis=axis) - reference)
             return ratios
 
-    alpha, size = 1.0 - confidence, len(n)
-    expanded = 2.0 * scipy_stats().norm.cdf(
-        math.sqrt(size / (size - 1)) * scipy_stats().t.ppf(1.0 - alpha / 2.0, size - 1)) - 1.0
+    alpha, size, st = 1.0 - confidence, len(n), scipy_stats()
+    expanded = 2.0 * st.norm.cdf(
+        math.sqrt(size / (size - 1)) * st.t.ppf(1.0 - alpha / 2.0, size - 1)) - 1.0
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EED]))
     return _paired_bootstrap((n, p), statistic, point, expanded, n_resamples, rng)
 

@@ -90,9 +90,9 @@ def expanded_level(confidence: float, size: int) -> float:
     >>> round(expanded_level(0.95, 5), 4), round(expanded_level(0.95, 10), 4)
     (0.9945, 0.9763)
     """
-    alpha = 1.0 - confidence
-    t = float(scipy_stats().t.ppf(1.0 - alpha / 2.0, size - 1))
-    return float(2.0 * scipy_stats().norm.cdf(t) - 1.0)
+    alpha, st = 1.0 - confidence, scipy_stats()
+    t = float(st.t.ppf(1.0 - alpha / 2.0, size - 1))
+    return float(2.0 * st.norm.cdf(t) - 1.0)
 
 
 def runs_ratio_ci(

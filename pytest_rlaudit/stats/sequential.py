@@ -109,7 +109,8 @@ def _look(nominal: np.ndarray, perturbed: np.ndarray, z: float,
     scale = np.maximum.reduce([np.ones_like(point), np.abs(m["a"]), np.abs(m["b"]),
                                np.sqrt(m["aa"]), np.sqrt(m["bb"])])
     flat = np.sqrt(resid) <= 1e-12 * scale  # the ratio cannot vary: the point interval
-    crit = float(scipy_stats().t.isf(scipy_stats().norm.sf(z), n - 1))
+    st = scipy_stats()
+    crit = float(st.t.isf(st.norm.sf(z), n - 1))
     # both ends at once on a trailing (low, high) axis
     side = np.array([-1.0, 1.0])
     step = np.where(flat, 0.0, se)[..., None] * side
