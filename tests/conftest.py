@@ -5,11 +5,13 @@ import getpass
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import inner_runs
 import numpy as np
 import pytest
+import registries
 from cartpole_agents import source
 
 
@@ -103,6 +105,29 @@ def _children_keep_bytecode() -> None:
 
 
 _children_keep_bytecode()
+
+
+@pytest.fixture(autouse=True)
+def _registrations_undone() -> Iterator[None]:
+    """Scenarios and env ids a test (or its pytester conftest) registers are gone after it
+    (tests/registries.py says why)."""
+    with registries.restored():
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sb3_logs_in_pytest_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """SB3's ``learn()`` makes a ``SB3-<date>`` folder in the system temp directory unless
+    ``SB3_LOGDIR`` names one (``stable_baselines3.common.logger.configure``): 26 were left
+    after one run of the suite. Here they go to pytest's temporary paths, which pytest
+    prunes; the subprocesses the suite starts inherit the variable."""
+    kept = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+    yield
+    if kept is None:
+        del os.environ["SB3_LOGDIR"]
+    else:
+        os.environ["SB3_LOGDIR"] = kept
 
 
 @pytest.fixture(autouse=True)
