@@ -17,7 +17,7 @@ observation space at reset: element 1 is 100, but the space's bounds there are [
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -25,7 +25,8 @@ from gymnasium import spaces
 
 from ..errors import EnvContractError, RolloutError
 
-__all__ = ["ActionChecker", "ObservationContract", "all_finite", "check_obs",
+__all__ = ["ActionChecker", "ObservationContract", "agent_failed", "action_refused",
+           "all_finite", "check_obs",
            "check_observation_space", "show", "unpacks_old_api", "where", "CHECKED_STEPS",
            "BOUNDS_SLACK"]
 
@@ -57,6 +58,30 @@ MIGRATION_GUIDE = "https://gymnasium.farama.org/introduction/migration_guide/"
 def where(scenario: str, episode: int, seed: int, step: int) -> str:
     """The words every rollout error uses to say where it happened."""
     return f"scenario {scenario!r}, episode {episode} (env seed {seed + episode}), agent step {step}"
+
+
+def agent_failed(exc: BaseException, rows: Sequence[tuple[str, int, int]],
+                 seed: int) -> RolloutError:
+    """The error for a policy call that raised ``exc`` on ``rows`` (scenario, episode,
+    agent step of each), naming the first three; raise it ``from exc``."""
+    at = "; ".join(where(s, e, seed, t) for s, e, t in rows[:3])
+    more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+    scenario, episode, step = rows[0]
+    return RolloutError(
+        f"the agent failed ({type(exc).__name__}: {exc}) in a batched call for {at}{more}",
+        scenario=scenario, episode=episode, step=step)
+
+
+def action_refused(action: Any, space: spaces.Space[Any], scenario: str, episode: int,
+                   seed: int, step: int) -> RolloutError:
+    """The error for an ``action`` the agent chose that is not in the action ``space``."""
+    return RolloutError(
+        f"the agent returned action {show(action)}, which is not in the action "
+        f"space {space} (non-finite, out of bounds or of the wrong "
+        f"type), at {where(scenario, episode, seed, step)}. Fix the policy's "
+        "output, or clip it (gymnasium.wrappers.ClipAction) if that is what deployment "
+        "does.",
+        scenario=scenario, episode=episode, step=step)
 
 
 def check_observation_space(space: spaces.Space[Any], env: str) -> None:
