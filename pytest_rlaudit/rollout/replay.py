@@ -95,6 +95,8 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
             f"{_ENV_FIX}")
     first = _replay(policy, env, seed, episode, steps)
     second = _replay(policy, env, seed, episode, steps)
+    if verdict.error is not None:  # a fault the replay did not meet in its own terms
+        raise verdict.error
     label = f"episode {episode} of env {env.name!r} (env seed {seed + episode}), run twice"
     for t, (x, y) in enumerate(zip(first.observations, second.observations, strict=False)):
         if not same(x, y):

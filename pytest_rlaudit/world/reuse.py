@@ -57,18 +57,19 @@ _PROBE_SEED = 20_250_515
 #: What a probe finds: a used env replays a fresh one's episodes (reused); it does not
 #: but two fresh ones replay each other (state kept across resets: a fresh env per
 #: episode); two fresh envs differ under one seed (the env ignores its seed: no paired
-#: audit is possible); no claim (not reused: kept for callers that name it, as no probe
-#: gives it now: an exception of the env in a probe is a RolloutError, never a verdict).
+#: audit is possible); the env raised in the probe (not reused, no claim; the verdict
+#: carries the error, which the seed-replay check and the runner raise, never swallow).
 EXACT, KEEPS_STATE, UNSEEDED, UNKNOWN = "exact", "keeps state", "unseeded", "unknown"
 
 
 class Verdict(NamedTuple):
     """What :func:`probe` found (one of :data:`EXACT`, :data:`KEEPS_STATE`,
     :data:`UNSEEDED`, :data:`UNKNOWN`) and, for :data:`UNSEEDED`, where two fresh envs
-    first differed."""
+    first differed; for :data:`UNKNOWN`, the error to raise (the env's exception chained)."""
 
     kind: str
     detail: str = ""
+    error: RolloutError | None = None
 
 
 _verdicts: dict[Any, Verdict] = {}
@@ -168,9 +169,10 @@ def probe(env: AuditEnv, *, warmup: int = WARMUP_STEPS, max_warmup: int = MAX_WA
     fresh one, the used env kept state across resets (:data:`KEEPS_STATE`); if not, the
     env does not replay under its seed at all (:data:`UNSEEDED`, with where they
     differed). An env of :data:`NOT_EXACT` made by a factory is :data:`KEEPS_STATE`. An
-    exception of the env (made, reset or stepped) is a
-    :class:`~pytest_rlaudit.errors.RolloutError` naming the probe's call, the original
-    chained: an env that fails once must not pass for one of unknown verdict. A probe sees only so many steps, so state an env
+    exception of the env (made, reset or stepped) is :data:`UNKNOWN`, with the
+    :class:`~pytest_rlaudit.errors.RolloutError` naming the probe's call (the original
+    chained) for the caller to raise once its own episodes had their chance to name a
+    fault that repeats in their own terms: an env that fails once must not pass unseen. A probe sees only so many steps, so state an env
     keeps (or randomness it draws) but shows rarely can escape it.
 
     >>> from pytest_rlaudit.world.envs import env_spec
@@ -211,10 +213,12 @@ def probe(env: AuditEnv, *, warmup: int = WARMUP_STEPS, max_warmup: int = MAX_WA
         differs = _difference(_trajectory(other, plan, at, "the third env"), expected)
         return Verdict(KEEPS_STATE) if differs is None else Verdict(UNSEEDED, differs)
     except Exception as exc:
-        raise RolloutError(
+        error = RolloutError(
             f"env {env.name!r} failed ({type(exc).__name__}: {exc}) in the probe that tells "
             "whether it honours its reset seed (seeded random actions, before any episode "
-            f"of the audit), {at[0]}", scenario="nominal") from exc
+            f"of the audit), {at[0]}", scenario="nominal")
+        error.__cause__ = exc
+        return Verdict(UNKNOWN, at[0], error)
     finally:
         for made_env in made:
             try:
