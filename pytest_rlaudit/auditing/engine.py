@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import RolloutError
+from ..rollout.deadline import Expired
 from ..rollout.replay import check_replay
 from ..rollout.runner import EpisodeBatch
 from ..stats import adaptive_sample
@@ -55,12 +56,17 @@ CONTRACT, REPLAY, NOMINAL_EPISODES, CALIBRATION, SCENARIO_EPISODES, PAIRED_EPISO
 @contextmanager
 def phase(name: str) -> Iterator[None]:
     """Name the audit's phase ``name`` in any :class:`~pytest_rlaudit.errors.RolloutError`
-    raised in the block (the agent's or the env's failure, a timeout), unless an inner
-    block named one; the error itself goes on, its ``__cause__`` untouched."""
+    raised in the block (the agent's or the env's failure, a timeout, here or in another
+    process), unless an inner block named one; the error itself goes on, its
+    ``__cause__`` untouched."""
     try:
         yield
     except RolloutError as exc:
         exc.during(name)
+        raise
+    except Expired as exc:  # the deadline struck here: within() makes it the error
+        if exc.phase is None:
+            exc.phase = name
         raise
 
 

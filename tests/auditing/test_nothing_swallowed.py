@@ -9,6 +9,8 @@ one kind, then runs one phase of the engine (:mod:`pytest_rlaudit.auditing.engin
 from __future__ import annotations
 
 import multiprocessing
+import signal
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -18,7 +20,7 @@ from pytest_rlaudit import audit
 from pytest_rlaudit.auditing import engine as phases
 from pytest_rlaudit.auditing.engine import Engine
 from pytest_rlaudit.auditing.settings import AuditSettings
-from pytest_rlaudit.errors import RolloutError
+from pytest_rlaudit.errors import RolloutError, RolloutTimeoutError
 from pytest_rlaudit.rollout.travel import RemoteTraceback
 from pytest_rlaudit.world import scenarios
 from pytest_rlaudit.world.envs import AuditEnv
@@ -201,3 +203,29 @@ def test_a_fault_in_a_worker_process_arrives_with_its_type_and_traceback(setup, 
     assert isinstance(remote, RemoteTraceback)
     assert remote.text.startswith("in worker process ")
     assert "test_nothing_swallowed.py" in remote.text and "in hit" in remote.text
+
+
+class Hangs(gym.Wrapper):
+    """Never returns from agent step 3 of episode 2 (env seed 2)."""
+
+    def reset(self, *, seed=None, options=None):
+        self.seed_, self.t = seed, 0
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self.seed_ == 2 and self.t == 3:
+            time.sleep(10**6)
+        self.t += 1
+        return self.env.step(action)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX timers")
+def test_a_timeout_names_the_phase_it_struck_in():
+    env = AuditEnv("hangs", lambda: Hangs(gym.make("CartPole-v1")))
+    with pytest.raises(RolloutTimeoutError) as info:
+        audit(Agent(), env, scenarios=["delay"], episodes=3, timeout=1)
+    exc = info.value
+    assert (exc.phase, exc.episode, exc.step) == (phases.PAIRED_EPISODES, 2, 3)
+    assert str(exc).startswith(f"during {phases.PAIRED_EPISODES}: the audit ran past its "
+                               f"timeout of 1 s: it was stuck in the env's step at scenario "
+                               f"{exc.scenario!r}, episode 2 (env seed 2), agent step 3")
