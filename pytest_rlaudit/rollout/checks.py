@@ -116,8 +116,9 @@ def check_observation_space(space: spaces.Space[Any], env: str) -> None:
 class ObservationContract:
     """What ``env``'s observation space promises of every observation, checked cheaply:
     :meth:`fits` a whole batch's shape and number type on every decision step,
-    :meth:`check` one observation's shape, number type and Box bounds (within :data:`BOUNDS_SLACK`) at each reset and
-    on the first :data:`CHECKED_STEPS` env steps of an episode. Also holds the env to
+    :meth:`check` one observation's shape, number type and Box bounds (within
+    :data:`BOUNDS_SLACK`) at each reset and on the first :data:`CHECKED_STEPS` env steps
+    of an episode. Also holds the env to
     Gymnasium's API there (:meth:`check_reset`, :meth:`check_step`).
 
     The space must be one the runner batches (:func:`check_observation_space`).

@@ -172,8 +172,9 @@ def probe(env: AuditEnv, *, warmup: int = WARMUP_STEPS, max_warmup: int = MAX_WA
     exception of the env (made, reset or stepped) is :data:`UNKNOWN`, with the
     :class:`~pytest_rlaudit.errors.RolloutError` naming the probe's call (the original
     chained) for the caller to raise once its own episodes had their chance to name a
-    fault that repeats in their own terms: an env that fails once must not pass unseen. A probe sees only so many steps, so state an env
-    keeps (or randomness it draws) but shows rarely can escape it.
+    fault that repeats in their own terms: an env that fails once must not pass unseen.
+    A probe sees only so many steps, so state an env keeps (or randomness it draws) but
+    shows rarely can escape it.
 
     >>> from pytest_rlaudit.world.envs import env_spec
     >>> probe(env_spec("CartPole-v1")).kind

@@ -188,7 +188,7 @@ def test_an_env_that_raises_once_in_the_seed_probe_is_named_after_the_replay():
 
 @pytest.mark.parametrize("process", ["rlaudit-shard", "rlaudit-envs"])
 def test_a_fault_in_a_worker_process_arrives_with_its_type_and_traceback(setup, process):
-    engine, agent, fault = setup
+    engine, _, fault = setup
     engine.policy.shards_freely = process == "rlaudit-shard"
     engine.settings = engine.settings.but(workers=2, episodes=4)
     fault.arm("step", 3, where=process)
