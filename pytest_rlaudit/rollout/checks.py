@@ -64,15 +64,16 @@ def where(scenario: str, episode: int, seed: int, step: int) -> str:
     return f"scenario {scenario!r}, episode {episode} (env seed {seed + episode}), agent step {step}"
 
 
-def agent_failed(exc: BaseException, rows: Sequence[tuple[str, int, int]],
-                 seed: int) -> RolloutError:
-    """The error for a policy call that raised ``exc`` on ``rows`` (scenario, episode,
-    agent step of each), naming the first three; raise it ``from exc``."""
+def agent_failed(exc: BaseException, rows: Sequence[tuple[str, int, int]], seed: int,
+                 call: str = "a batched call") -> RolloutError:
+    """The error for a ``call`` of the agent's (a policy call; its ``initial_state``) that
+    raised ``exc`` on ``rows`` (scenario, episode, agent step of each), naming the first
+    three; raise it ``from exc``."""
     at = "; ".join(where(s, e, seed, t) for s, e, t in rows[:3])
     more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
     scenario, episode, step = rows[0]
     return RolloutError(
-        f"the agent failed ({type(exc).__name__}: {exc}) in a batched call for {at}{more}",
+        f"the agent failed ({type(exc).__name__}: {exc}) in {call} for {at}{more}",
         scenario=scenario, episode=episode, step=step)
 
 

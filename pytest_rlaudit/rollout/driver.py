@@ -108,8 +108,13 @@ class Driver:
             self.finish(done)
         for job in reply.started:
             if self.stateful:
-                self.state_of[job] = self.policy.initial_state(
-                    episode_seed_sequence(self.seed, self.indices[job[1]], POLICY_STREAM))
+                episode = self.indices[job[1]]
+                try:
+                    self.state_of[job] = self.policy.initial_state(
+                        episode_seed_sequence(self.seed, episode, POLICY_STREAM))
+                except Exception as exc:
+                    raise agent_failed(exc, [(self.names[job[0]], episode, 0)], self.seed,
+                                       "its initial_state") from exc
             if self.recorded[job[0]]:
                 self.rows_seen[job], self.rows_chosen[job] = [], []
         if reply.restarted and self.stateful:

@@ -159,8 +159,12 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
         group.free[0] = [first]
         check_actions = ActionChecker(first[0].action_space)
         policy.reset()
-        states = ([policy.initial_state(episode_seed_sequence(seed, episode, POLICY_STREAM))]
-                  if policy.stateful else None)
+        try:
+            states = ([policy.initial_state(episode_seed_sequence(seed, episode, POLICY_STREAM))]
+                      if policy.stateful else None)
+        except Exception as exc:
+            raise agent_failed(exc, [(NOMINAL.name, episode, 0)], seed,
+                               "its initial_state") from exc
         reply = group.step(None, [(0, 0)])
         while reply.jobs:
             run.observations.append(reply.obs)  # stacked afresh at every step

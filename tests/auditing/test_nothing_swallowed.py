@@ -23,6 +23,7 @@ from pytest_rlaudit.auditing.settings import AuditSettings
 from pytest_rlaudit.errors import RolloutError, RolloutTimeoutError
 from pytest_rlaudit.rollout.travel import RemoteTraceback
 from pytest_rlaudit.world import scenarios
+from pytest_rlaudit.world.agents import BasePolicy
 from pytest_rlaudit.world.envs import AuditEnv
 from pytest_rlaudit.world.reuse import reset_verdict
 
@@ -203,6 +204,38 @@ def test_a_fault_in_a_worker_process_arrives_with_its_type_and_traceback(setup, 
     assert isinstance(remote, RemoteTraceback)
     assert remote.text.startswith("in worker process ")
     assert "test_nothing_swallowed.py" in remote.text and "in hit" in remote.text
+
+
+class Stateful(BasePolicy):
+    """Keeps a state per episode; its ``initial_state`` raises once, on its ``n``-th call."""
+
+    stateful = True
+    name = "stateful"
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.left = n
+
+    def initial_state(self, seed: np.random.SeedSequence) -> int:
+        self.left -= 1
+        if not self.left:
+            raise ZeroDivisionError("the agent's initial state divided by zero")
+        return 0
+
+    def act(self, obs, states):
+        return (obs[:, 2] + obs[:, 3] > 0).astype(np.int64), states
+
+
+@pytest.mark.parametrize("n, phase, episode", [(1, phases.REPLAY, 0),
+                                               (4, phases.PAIRED_EPISODES, 1)])
+def test_an_agents_initial_state_that_raises_once_is_named(n, phase, episode):
+    # replay: twice episode 0; then the pool: nominal episodes 0 and 1
+    exc = caught(lambda: audit(Stateful(n), "CartPole-v1", scenarios=["delay"], episodes=2))
+    assert (exc.phase, exc.scenario, exc.episode, exc.step) == (phase, "nominal", episode, 0)
+    assert type(exc.__cause__) is ZeroDivisionError
+    assert str(exc).startswith(f"during {phase}: the agent failed (ZeroDivisionError: the "
+                               "agent's initial state divided by zero) in its initial_state for "
+                               f"scenario 'nominal', episode {episode}")
 
 
 class Hangs(gym.Wrapper):
