@@ -183,49 +183,71 @@ def probe(env: AuditEnv, *, warmup: int = WARMUP_STEPS, max_warmup: int = MAX_WA
     made: list[gym.Env] = []
     at = ["making the first env"]  # the env call under way, for the message
     try:
-        used = env.make()
-        made.append(used)
-        if type(used.unwrapped).__module__.startswith(NOT_EXACT):  # made by a factory
-            return Verdict(KEEPS_STATE)
-        actions = copy.deepcopy(used.action_space)
-        actions.seed(_PROBE_SEED)
-        at[0] = f"resetting the first env (env seed {_PROBE_SEED + 1})"
-        used.reset(seed=_PROBE_SEED + 1)
-        ended = False
-        for i in range(max_warmup):
-            if i >= warmup and ended:
-                break
-            at[0] = f"at env step {i + 1} of the first env"
-            _, _, terminated, truncated, _ = used.step(actions.sample())
-            if terminated or truncated:
-                ended = True
-                at[0] = f"resetting the first env after env step {i + 1}"
-                used.reset(seed=_PROBE_SEED + 2 + i)
-        plan = [actions.sample() for _ in range(steps)]
-        at[0] = "making a second env"
-        fresh = env.make()
-        made.append(fresh)
-        expected = _trajectory(fresh, plan, at, "the second env")
-        if _difference(_trajectory(used, plan, at, "the first env"), expected) is None:
-            return Verdict(EXACT)
-        at[0] = "making a third env"
-        other = env.make()
-        made.append(other)
-        differs = _difference(_trajectory(other, plan, at, "the third env"), expected)
-        return Verdict(KEEPS_STATE) if differs is None else Verdict(UNSEEDED, differs)
+        verdict = _judge(env, made, at, warmup, max_warmup, steps)
     except Exception as exc:
-        error = RolloutError(
-            f"env {env.name!r} failed ({type(exc).__name__}: {exc}) in the probe that tells "
-            "whether it honours its reset seed (seeded random actions, before any episode "
-            f"of the audit), {at[0]}", scenario="nominal")
-        error.__cause__ = exc
-        return Verdict(UNKNOWN, at[0], error)
+        verdict = _failed(env, exc, at[0])
     finally:
-        for made_env in made:
-            try:
-                made_env.close()
-            except Exception:
-                pass
+        closing = _close(made)
+    if closing is not None and verdict.error is None:
+        verdict = _failed(env, closing, "closing its envs")
+    return verdict
+
+
+def _judge(env: AuditEnv, made: list[gym.Env], at: list[str], warmup: int, max_warmup: int,
+           steps: int) -> Verdict:
+    """:func:`probe`'s verdict; every env it makes goes into ``made`` (for the caller to
+    close), and ``at[0]`` says the env call under way."""
+    used = env.make()
+    made.append(used)
+    if type(used.unwrapped).__module__.startswith(NOT_EXACT):  # made by a factory
+        return Verdict(KEEPS_STATE)
+    actions = copy.deepcopy(used.action_space)
+    actions.seed(_PROBE_SEED)
+    at[0] = f"resetting the first env (env seed {_PROBE_SEED + 1})"
+    used.reset(seed=_PROBE_SEED + 1)
+    ended = False
+    for i in range(max_warmup):
+        if i >= warmup and ended:
+            break
+        at[0] = f"at env step {i + 1} of the first env"
+        _, _, terminated, truncated, _ = used.step(actions.sample())
+        if terminated or truncated:
+            ended = True
+            at[0] = f"resetting the first env after env step {i + 1}"
+            used.reset(seed=_PROBE_SEED + 2 + i)
+    plan = [actions.sample() for _ in range(steps)]
+    at[0] = "making a second env"
+    fresh = env.make()
+    made.append(fresh)
+    expected = _trajectory(fresh, plan, at, "the second env")
+    if _difference(_trajectory(used, plan, at, "the first env"), expected) is None:
+        return Verdict(EXACT)
+    at[0] = "making a third env"
+    other = env.make()
+    made.append(other)
+    differs = _difference(_trajectory(other, plan, at, "the third env"), expected)
+    return Verdict(KEEPS_STATE) if differs is None else Verdict(UNSEEDED, differs)
+
+
+def _failed(env: AuditEnv, exc: Exception, at: str) -> Verdict:
+    """The verdict of a probe in which the env raised ``exc``, ``at`` that call."""
+    error = RolloutError(
+        f"env {env.name!r} failed ({type(exc).__name__}: {exc}) in the probe that tells "
+        "whether it honours its reset seed (seeded random actions, before any episode "
+        f"of the audit), {at}", scenario="nominal")
+    error.__cause__ = exc
+    return Verdict(UNKNOWN, at, error)
+
+
+def _close(made: list[gym.Env]) -> Exception | None:
+    """Close every env of ``made``; the first exception one raised, if any."""
+    first = None
+    for made_env in made:
+        try:
+            made_env.close()
+        except Exception as exc:
+            first = first or exc
+    return first
 
 
 def _trajectory(env: gym.Env, plan: list[Any], at: list[str],

@@ -226,6 +226,18 @@ def test_an_env_that_raises_in_the_probe_gets_a_verdict_carrying_the_error():
     assert verdict.error.scenario == "nominal"
 
 
+class FailsToClose(CounterEnv):
+    def close(self):
+        raise OSError("the simulator's socket is gone")
+
+
+def test_an_env_that_raises_when_the_probe_closes_it_is_not_swallowed_either():
+    verdict = reuse.probe(AuditEnv("probed", lambda: FailsToClose(horizon=10)))
+    assert (verdict.kind, verdict.detail) == (reuse.UNKNOWN, "closing its envs")
+    assert isinstance(verdict.error.__cause__, OSError)
+    assert str(verdict.error).endswith("before any episode of the audit), closing its envs")
+
+
 def test_an_unseeded_verdict_says_where_two_fresh_envs_differed():
     detail = reuse.probe(AuditEnv("probed", Unseeded)).detail
     assert detail.startswith("the observations after the first reset differ: [0.")
