@@ -87,18 +87,34 @@ class BaselineError(RLAuditError, ValueError):
 class RolloutError(RLAuditError, RuntimeError):
     """The agent or the env failed during a rollout.
 
-    ``scenario``, ``episode`` and ``step`` say where; ``__cause__`` holds the original
-    exception when there was one.
+    ``scenario``, ``episode`` and ``step`` say where; ``phase`` in which part of the audit
+    (``"the seed-replay check"``, ``"calibration"``, ``"the random-policy reference"``...;
+    None outside an audit), which the message then starts with; ``__cause__`` holds the
+    original exception when there was one (raised in another process, it carries the
+    traceback there as text in its own ``__cause__``).
     """
 
     def __init__(
         self, message: str, *, scenario: str | None = None, episode: int | None = None,
-        step: int | None = None,
+        step: int | None = None, phase: str | None = None,
     ) -> None:
         super().__init__(message)
         self.scenario = scenario
         self.episode = episode
         self.step = step
+        self.phase = phase
+
+    def during(self, phase: str) -> RolloutError:
+        """Say the audit's ``phase`` it happened in, unless one is said already (the
+        innermost phase wins); returns the error itself, to re-raise."""
+        if self.phase is None:
+            self.phase = phase
+        return self
+
+    def __str__(self) -> str:
+        said = super().__str__()
+        phase = getattr(self, "phase", None)  # unpickled errors get it back after __init__
+        return f"during {phase}: {said}" if phase else said
 
 
 class RolloutTimeoutError(RolloutError, TimeoutError):
@@ -112,9 +128,9 @@ class RolloutTimeoutError(RolloutError, TimeoutError):
 
     def __init__(
         self, message: str, *, scenario: str | None = None, episode: int | None = None,
-        step: int | None = None, timeout: float | None = None,
+        step: int | None = None, timeout: float | None = None, phase: str | None = None,
     ) -> None:
-        super().__init__(message, scenario=scenario, episode=episode, step=step)
+        super().__init__(message, scenario=scenario, episode=episode, step=step, phase=phase)
         self.timeout = timeout
 
 

@@ -20,12 +20,15 @@ themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, MutableMapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
+from ..errors import RolloutError
+from ..rollout.deadline import Expired
 from ..rollout.replay import check_replay
 from ..rollout.runner import EpisodeBatch
 from ..stats import adaptive_sample
@@ -41,6 +44,30 @@ from .settings import AuditSettings
 __all__ = ["Engine", "Sampled"]
 
 T = TypeVar("T")
+
+#: The phases of an audit, as a :class:`~pytest_rlaudit.errors.RolloutError` names them
+#: (``"during the seed-replay check: the agent failed ..."``).
+CONTRACT, REPLAY, NOMINAL_EPISODES, CALIBRATION, SCENARIO_EPISODES, PAIRED_EPISODES, REFERENCE = (
+    "the contract check", "the seed-replay check", "the nominal episodes",
+    "calibration (the nominal episodes the scenario is sized on)", "the scenario episodes",
+    "the nominal and scenario episodes", "the random-policy reference")
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Name the audit's phase ``name`` in any :class:`~pytest_rlaudit.errors.RolloutError`
+    raised in the block (the agent's or the env's failure, a timeout, here or in another
+    process), unless an inner block named one; the error itself goes on, its
+    ``__cause__`` untouched."""
+    try:
+        yield
+    except RolloutError as exc:
+        exc.during(name)
+        raise
+    except Expired as exc:  # the deadline struck here: within() makes it the error
+        if exc.phase is None:
+            exc.phase = name
+        raise
 
 
 @dataclass(frozen=True)
@@ -97,11 +124,13 @@ class Engine:
         """Before any rollout: every scenario applies to the env, and the seeds fix the
         episodes (else there is no pairing). Once per scenarios and env, agent and seed."""
         chosen = list(scenarios)
-        self.keep(("applicable", repr(chosen), id(self.env)),
-                  lambda: registry.check_applicable(chosen, self.env.make))
+        with phase(CONTRACT):
+            self.keep(("applicable", repr(chosen), id(self.env)),
+                      lambda: registry.check_applicable(chosen, self.env.make))
         seed = self.settings.seed
-        self.keep(("replay", id(self.policy), id(self.env), seed),
-                  lambda: check_replay(self.policy, self.env, seed=seed))
+        with phase(REPLAY):
+            self.keep(("replay", id(self.policy), id(self.env), seed),
+                      lambda: check_replay(self.policy, self.env, seed=seed))
 
     def run(self, scenarios: Sequence[Scenario], indices: range,
             record: bool | Sequence[str] = False) -> dict[str, EpisodeBatch]:
@@ -110,6 +139,10 @@ class Engine:
 
     def nominal(self, indices: range) -> EpisodeBatch:
         """The nominal episodes ``indices``, recorded (a spread is calibrated on them), once."""
+        with phase(NOMINAL_EPISODES):
+            return self._nominal(indices)
+
+    def _nominal(self, indices: range) -> EpisodeBatch:
         s = self.settings
         key = ("nominal", id(self.policy), id(self.env), s.seed, indices.start, indices.stop,
                s.max_steps)
@@ -122,8 +155,10 @@ class Engine:
         kept for the next scenario; else in the same pool as the scenarios, which then
         calibrate themselves on them (see :meth:`calibrated`)."""
         if not (self.shared if separate is None else separate):
-            return self.run([NOMINAL, *scenarios], indices)
-        out = self.run(scenarios, indices)
+            with phase(PAIRED_EPISODES):
+                return self.run([NOMINAL, *scenarios], indices)
+        with phase(SCENARIO_EPISODES):
+            out = self.run(scenarios, indices)
         return {"nominal": self.nominal(indices), **out}
 
     def calibrated(self, scenario: Scenario) -> Scenario:
@@ -132,14 +167,16 @@ class Engine:
         if not scenario.needs_spread:
             return scenario
         first = range(self.settings.episodes)
-        return scenario.calibrated(observation_spread(self.nominal(first).observations,
-                                                      scenario.params.get("keys")))
+        with phase(CALIBRATION):  # runs the nominal episodes, unless they ran already
+            seen = self._nominal(first).observations
+        return scenario.calibrated(observation_spread(seen, scenario.params.get("keys")))
 
     def random(self, episodes: int) -> np.ndarray:
         """A uniform random policy's returns on the first ``episodes`` episodes, once."""
         s = self.settings
-        return self.keep(("random", id(self.env), s.seed, episodes, s.max_steps),
-                         lambda: random_returns(self.env, episodes, run=s.rollout))
+        with phase(REFERENCE):
+            return self.keep(("random", id(self.env), s.seed, episodes, s.max_steps),
+                             lambda: random_returns(self.env, episodes, run=s.rollout))
 
     def sample(self, scenario: Scenario, *, max_episodes: int | None = None,
                threshold: float | None = None, strict: bool = False, mode: str = "point",

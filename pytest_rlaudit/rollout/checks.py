@@ -17,7 +17,7 @@ observation space at reset: element 1 is 100, but the space's bounds there are [
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -25,7 +25,8 @@ from gymnasium import spaces
 
 from ..errors import EnvContractError, RolloutError
 
-__all__ = ["ActionChecker", "ObservationContract", "all_finite", "check_obs",
+__all__ = ["ActionChecker", "ObservationContract", "agent_failed", "action_refused",
+           "all_finite", "check_obs",
            "check_observation_space", "show", "unpacks_old_api", "where", "CHECKED_STEPS",
            "BOUNDS_SLACK"]
 
@@ -46,6 +47,10 @@ BOUNDS_SLACK = 1.0
 #: Observation spaces the runner batches (as arrays, or a dict of arrays by key).
 BATCHED = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
+#: The numpy dtype kinds of numbers (bool, int, unsigned, float): every batched space's
+#: observations are numbers; text or objects would reach the agent as its own failure.
+NUMBERS = "biuf"
+
 #: Where an observation was seen, in words (``"at reset"``), or a function that says it:
 #: the words are only put together for a message, never on the hot path.
 At = str | Callable[[], str]
@@ -57,6 +62,31 @@ MIGRATION_GUIDE = "https://gymnasium.farama.org/introduction/migration_guide/"
 def where(scenario: str, episode: int, seed: int, step: int) -> str:
     """The words every rollout error uses to say where it happened."""
     return f"scenario {scenario!r}, episode {episode} (env seed {seed + episode}), agent step {step}"
+
+
+def agent_failed(exc: BaseException, rows: Sequence[tuple[str, int, int]], seed: int,
+                 call: str = "a batched call") -> RolloutError:
+    """The error for a ``call`` of the agent's (a policy call; its ``initial_state``) that
+    raised ``exc`` on ``rows`` (scenario, episode, agent step of each), naming the first
+    three; raise it ``from exc``."""
+    at = "; ".join(where(s, e, seed, t) for s, e, t in rows[:3])
+    more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+    scenario, episode, step = rows[0]
+    return RolloutError(
+        f"the agent failed ({type(exc).__name__}: {exc}) in {call} for {at}{more}",
+        scenario=scenario, episode=episode, step=step)
+
+
+def action_refused(action: Any, space: spaces.Space[Any], scenario: str, episode: int,
+                   seed: int, step: int) -> RolloutError:
+    """The error for an ``action`` the agent chose that is not in the action ``space``."""
+    return RolloutError(
+        f"the agent returned action {show(action)}, which is not in the action "
+        f"space {space} (non-finite, out of bounds or of the wrong "
+        f"type), at {where(scenario, episode, seed, step)}. Fix the policy's "
+        "output, or clip it (gymnasium.wrappers.ClipAction) if that is what deployment "
+        "does.",
+        scenario=scenario, episode=episode, step=step)
 
 
 def check_observation_space(space: spaces.Space[Any], env: str) -> None:
@@ -86,9 +116,10 @@ def check_observation_space(space: spaces.Space[Any], env: str) -> None:
 
 class ObservationContract:
     """What ``env``'s observation space promises of every observation, checked cheaply:
-    :meth:`fits` a whole batch's shape on every decision step, :meth:`check` one
-    observation's shape and Box bounds (within :data:`BOUNDS_SLACK`) at each reset and
-    on the first :data:`CHECKED_STEPS` env steps of an episode. Also holds the env to
+    :meth:`fits` a whole batch's shape and number type on every decision step,
+    :meth:`check` one observation's shape, number type and Box bounds (within
+    :data:`BOUNDS_SLACK`) at each reset and on the first :data:`CHECKED_STEPS` env steps
+    of an episode. Also holds the env to
     Gymnasium's API there (:meth:`check_reset`, :meth:`check_step`).
 
     The space must be one the runner batches (:func:`check_observation_space`).
@@ -107,12 +138,14 @@ class ObservationContract:
 
     def fits(self, batch: Any) -> bool:
         """Whether a batch (observations stacked along a new first axis) has the
-        declared shape in every row."""
+        declared shape in every row, and holds numbers."""
         parts = self.parts
         if None in parts:
-            return getattr(batch, "shape", (None,))[1:] == parts[None][0]
+            return (getattr(batch, "shape", (None,))[1:] == parts[None][0]
+                    and batch.dtype.kind in NUMBERS)
         return (isinstance(batch, Mapping) and batch.keys() == parts.keys()
-                and all(batch[k].shape[1:] == parts[k][0] for k in parts))
+                and all(batch[k].shape[1:] == parts[k][0] and batch[k].dtype.kind in NUMBERS
+                        for k in parts))
 
     def check(self, obs: Any, at: At) -> None:
         """Raise an :class:`EnvContractError` (naming the env, the space, what was seen
@@ -141,6 +174,14 @@ class ObservationContract:
                 f"observation space {space} declares shape {shape}. The agent is built for "
                 "the declared space, and every check and perturbation relies on it. Fix: "
                 "make the env's observations and its observation_space agree.")
+        if value.dtype.kind not in NUMBERS:
+            kind = "text" if value.dtype.kind in "US" else f"{value.dtype.kind!r}-kind values"
+            raise EnvContractError(
+                f"env {self.env!r} returned {what} of {kind} (dtype {value.dtype}, "
+                f"{_short(value)}) {_words(at)}, but its observation space {space} declares "
+                f"numbers (dtype {space.dtype}). The agent computes on the observations as "
+                "numbers, so this would show as the agent's failure. Fix: make the env "
+                "return numbers of the declared dtype at every step.")
         if limits is None:
             return
         low, high = limits
@@ -228,6 +269,12 @@ def _limits(space: spaces.Space[Any]) -> tuple[np.ndarray, np.ndarray] | None:
 
 def _words(at: At) -> str:
     return at if isinstance(at, str) else at()
+
+
+def _short(value: np.ndarray) -> str:
+    """An observation in a message: short, one line."""
+    text = repr(value.tolist())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _kind(value: Any) -> str:

@@ -90,6 +90,7 @@ class Expired(BaseException):
         self.episode: int | None = None
         self.step: int | None = None
         self.at: str | None = None
+        self.phase: str | None = None  # the audit's phase, as the engine names it
 
     def locate(self, scenario: str | None, episode: int | None, step: int | None,
                at: str) -> Expired:
@@ -145,6 +146,7 @@ class Deadline:
             "the ini file, timeout= in the call); if that step should be quick, look at the "
             "env's step (or reset) and the agent for a call that never returns.",
             scenario=exc.scenario, episode=exc.episode, step=exc.step, timeout=self.timeout,
+            phase=exc.phase,
         )
 
 

@@ -31,7 +31,7 @@ from ..world.agents import Policy
 from ..world.scenarios import Scenario
 from . import progress
 from .batches import EpisodeBatch
-from .checks import ActionChecker, all_finite, check_obs, show
+from .checks import ActionChecker, action_refused, agent_failed, all_finite, check_obs
 from .deadline import Expired, current
 from .slots import Finished, Job, Reply, stack, where
 from .workers import LocalGroup, Placer
@@ -108,8 +108,13 @@ class Driver:
             self.finish(done)
         for job in reply.started:
             if self.stateful:
-                self.state_of[job] = self.policy.initial_state(
-                    episode_seed_sequence(self.seed, self.indices[job[1]], POLICY_STREAM))
+                episode = self.indices[job[1]]
+                try:
+                    self.state_of[job] = self.policy.initial_state(
+                        episode_seed_sequence(self.seed, episode, POLICY_STREAM))
+                except Exception as exc:
+                    raise agent_failed(exc, [(self.names[job[0]], episode, 0)], self.seed,
+                                       "its initial_state") from exc
             if self.recorded[job[0]]:
                 self.rows_seen[job], self.rows_chosen[job] = [], []
         if reply.restarted and self.stateful:
@@ -173,10 +178,6 @@ class Driver:
         }
 
     # ------------------------------------------------------------------ errors
-    def _where(self, job: Job, step: int) -> str:
-        s, e = job
-        return where(self.names[s], self.indices[e], self.seed, step)
-
     def _check_rows(self, reply: Reply) -> None:
         """Raise for the first row whose observation is not finite."""
         for i, (s, e) in enumerate(reply.jobs):
@@ -184,25 +185,16 @@ class Driver:
 
     def _failed(self, exc: Exception, reply: Reply) -> RolloutError:
         """The error for a policy call that raised ``exc``, naming its first rows."""
-        at = "; ".join(self._where(job, reply.steps[i]) for i, job in enumerate(reply.jobs[:3]))
-        more = f" and {len(reply.jobs) - 3} more" if len(reply.jobs) > 3 else ""
-        s, e = reply.jobs[0]
-        return RolloutError(
-            f"the agent failed ({type(exc).__name__}: {exc}) in a batched call for {at}{more}",
-            scenario=self.names[s], episode=self.indices[e], step=reply.steps[0],
-        )
+        rows = [(self.names[s], self.indices[e], reply.steps[i])
+                for i, (s, e) in enumerate(reply.jobs[:3])]
+        rows += [rows[0]] * (len(reply.jobs) - len(rows))  # counted, not named
+        return agent_failed(exc, rows, self.seed)
 
     def _refused(self, actions: Any, bad: int, reply: Reply) -> RolloutError:
         """The error for row ``bad``'s action, which is not in the action space."""
         s, e = reply.jobs[bad]
-        return RolloutError(
-            f"the agent returned action {show(actions[bad])}, which is not in the action "
-            f"space {self.check_actions.space} (non-finite, out of bounds or of the wrong "
-            f"type), at {self._where(reply.jobs[bad], reply.steps[bad])}. Fix the policy's "
-            "output, or clip it (gymnasium.wrappers.ClipAction) if that is what deployment "
-            "does.",
-            scenario=self.names[s], episode=self.indices[e], step=reply.steps[bad],
-        )
+        return action_refused(actions[bad], self.check_actions.space, self.names[s],
+                              self.indices[e], self.seed, reply.steps[bad])
 
 
 class Turns:

@@ -29,7 +29,7 @@ from .._checks import seed as check_seed
 from ..errors import RolloutCapWarning
 from ..world.agents import Policy
 from ..world.envs import AuditEnv
-from ..world.reuse import reset_is_exact
+from ..world.reuse import EXACT, reset_verdict
 from ..world.scenarios import Scenario
 from . import progress
 from .batches import EpisodeBatch
@@ -102,8 +102,9 @@ def run_pool(
     jobs: deque[Job] = deque((s, e) for s in range(len(scenarios)) for e in range(n_eps))
     count = max(1, min(workers, len(jobs)))
     sizes = _layout(max(batch_size, count), count, len(jobs))
+    verdict = reset_verdict(env)
     group = partial(SlotGroup, env, scenarios, indices, seed=seed, max_steps=max_steps,
-                    reuse=reset_is_exact(env))
+                    reuse=verdict.kind == EXACT)
     # Env groups: per phase, this process's own and one in each further worker process.
     own = [group(slots=n) for n in sizes[0]]
     processes: list[WorkerProcess] = []
@@ -124,6 +125,8 @@ def run_pool(
                          parallel=count > 1, copies=policy.shards_freely)
         out = drive(policy, phases, jobs, scenarios, indices, seed=seed, record=record,
                     space=spaces[1])
+        if verdict.error is not None:  # the env failed in the probe only: not swallowed
+            raise verdict.error
     except (Expired, TimeoutError):
         stuck = True  # out of time: a worker may be stuck in a step, so do not wait for it
         raise

@@ -4,8 +4,8 @@ travel back.
 A :class:`ShardActor` loads a call's agent, env and scenarios once, then runs
 :func:`~.pool.run_pool` on each shard of episode indices it is given, under the caller's
 deadline. An exception raised there comes back as a :class:`RemoteFailure` (the exception
-itself when it pickles, and its traceback as text), which :func:`raise_failures` raises
-on the caller's side.
+itself and its cause when they pickle, and its traceback as text: :mod:`.travel`), which
+:func:`raise_failures` raises on the caller's side.
 
 Ray is imported only when an actor or a failure needs it, never by importing this module.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import socket
-import traceback
 from functools import partial
 from typing import Any
 
@@ -24,8 +23,9 @@ from ..world.scenarios import Scenario
 from .deadline import within
 from .pool import run_pool
 from .shards import caught_running
+from .travel import RemoteTraceback, Travelling
 
-__all__ = ["ShardActor", "RemoteFailure", "RemoteTraceback", "raise_failures", "portable"]
+__all__ = ["ShardActor", "RemoteFailure", "RemoteTraceback", "raise_failures"]
 
 
 class ShardActor:
@@ -70,46 +70,15 @@ def raise_failures(results: list[Any]) -> list[Any]:
     return results
 
 
-class RemoteTraceback(Exception):
-    """The traceback of an exception raised on a Ray actor, as text (it cannot travel)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-    def __str__(self) -> str:
-        return f'\n"""\n{self.text}"""'
-
-
-class RemoteFailure:
-    """An exception raised on an actor, made to travel: the exception itself and its
-    ``__cause__`` when they pickle, and the whole traceback as text."""
+class RemoteFailure(Travelling):
+    """An exception raised on an actor, made to travel (:class:`~.travel.Travelling`,
+    pickled with cloudpickle, as Ray pickles a return value)."""
 
     def __init__(self, exc: BaseException) -> None:
-        where = f"on Ray actor pid {os.getpid()} at {socket.gethostname()}"
-        self.text = f"{where}\n" + "".join(traceback.format_exception(type(exc), exc,
-                                                                      exc.__traceback__))
-        self.error = portable(exc) or RuntimeError(
-            f"{type(exc).__name__}: {exc} (raised on a Ray actor; the exception itself could "
-            "not be pickled back)")
-        self.cause = portable(exc.__cause__) if exc.__cause__ is not None else None
+        import ray
+
+        super().__init__(exc, f"on Ray actor pid {os.getpid()} at {socket.gethostname()}",
+                         ray.cloudpickle.dumps)
 
     def reraise(self) -> None:
-        remote = RemoteTraceback(self.text)
-        if self.cause is not None:
-            self.cause.__cause__ = remote
-            self.error.__cause__ = self.cause
-        else:
-            self.error.__cause__ = remote
-        raise self.error
-
-
-def portable(exc: BaseException) -> BaseException | None:
-    """``exc`` if it survives a pickle round trip (what Ray does to a return value)."""
-    import ray
-
-    try:
-        ray.cloudpickle.loads(ray.cloudpickle.dumps(exc))  # type: ignore[no-untyped-call]
-    except Exception:
-        return None
-    return exc
+        raise self.exception()

@@ -127,27 +127,42 @@ def run_pool_on_ray(
         integer("workers", workers, minimum=1)
     ray = require("ray", 'backend="ray"')
 
+    # Where a deadline that strikes before any episode ran leaves the audit: the first
+    # episode waiting, named as a stuck step would be (DESIGN section 16).
+    first = (scenarios[0].name, indices[0])
+    waiting = (f"before any episode ran: episodes {indices[0]} to {indices[-1]} of "
+               f"{', '.join(repr(s.name) for s in scenarios)} were waiting")
     with _POOL.lock:
         began = perf_counter()
         started = not ray.is_initialized()
-        if started:
-            init(ray)
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 0)))
-        shards = split(indices, min(len(indices), cpus if workers is None else workers))
-        actors, new = _POOL.take(ray, min(len(shards), cpus))
+        try:
+            if started:
+                init(ray)
+            cpus = max(1, int(ray.cluster_resources().get("CPU", 0)))
+            shards = split(indices, min(len(indices), cpus if workers is None else workers))
+            actors, new = _POOL.take(ray, min(len(shards), cpus))
+        except Expired as exc:
+            raise exc.locate(*first, None, "while Ray started (ray.init) and its actors were "
+                             f"made, {waiting} (Ray takes seconds to start: start it before "
+                             "the audit, with ray.init() or RAY_ADDRESS, or allow for it in "
+                             "the limit)") from None
         call = next(_CALLS)
         try:
             refs = [_put(ray, policy, "the agent"), _put(ray, env, "the env"),
                     _put(ray, tuple(scenarios), "the scenarios")]
-            raise_failures(_get_by(ray, [actor.load.remote(call, refs) for actor in actors]))
+            loads = [actor.load.remote(call, refs) for actor in actors]
+            raise_failures(_get_by(ray, loads, first, waiting))
             ran = perf_counter()
             options = {"seed": seed, "batch_size": batch_size, "max_steps": max_steps,
                        "record": record}
             parts = _dispatch(ray, actors, call, shards, options, [s.name for s in scenarios])
-        except (ray.exceptions.RayError, Expired):
+        except (ray.exceptions.RayError, Expired) as exc:
             # An actor died, never started or did not answer by the deadline: start
             # afresh next time.
             _POOL.kill(ray, actors)
+            if isinstance(exc, Expired):  # struck while shipping (ray.put) if not located
+                exc.locate(*first, None, f"while the agent, env and scenarios were shipped "
+                           f"to the Ray actors, {waiting}")
             raise
         finally:
             _POOL.forget(call, actors)
@@ -185,9 +200,9 @@ def _put(ray: Any, obj: Any, what: str) -> Any:
         ) from None
 
 
-def _get_by(ray: Any, refs: list[Any]) -> list[Any]:
+def _get_by(ray: Any, refs: list[Any], first: tuple[str, int], waiting: str) -> list[Any]:
     """``ray.get(refs)``, ending :data:`~.deadline.GRACE` seconds past the deadline at the
-    latest (:class:`Expired`)."""
+    latest (:class:`Expired`, at the ``first`` (scenario, episode) ``waiting``)."""
     bound = current()
     if bound is None:
         got: list[Any] = ray.get(refs)
@@ -198,8 +213,8 @@ def _get_by(ray: Any, refs: list[Any]) -> list[Any]:
     except ray.exceptions.GetTimeoutError:
         out = None
     if out is None or bound.passed():
-        raise bound.expire().locate(None, None, None, "while the Ray actors loaded the agent, "
-                                    "env and scenarios (they did not answer in time)")
+        raise bound.expire().locate(*first, None, "while the Ray actors loaded the agent, env "
+                                    f"and scenarios (they did not answer in time), {waiting}")
     results: list[Any] = out
     return results
 

@@ -20,8 +20,10 @@ two identical audits give different ratios. :func:`check_replay` refuses both wi
 
 Cheap by design: a few dozen policy calls of one row against the audit's (scenarios + 1)
 x episodes episodes (benchmarks/bench_rollout.py: within a percent of an audit's time).
-Any other failure of the agent or env during the replay is left to the audit itself,
-which reports it in its usual words.
+Any other failure of the agent or env during the replay (an exception, an action outside
+the action space) stops the audit here, in the words the runner uses for it, with the
+original exception chained: an agent that raises only on its third call must not pass
+for one that "did not replay" and then be audited as if nothing happened.
 
 >>> import numpy as np
 >>> from pytest_rlaudit.world.agents import as_policy
@@ -49,7 +51,7 @@ from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.reuse import UNSEEDED, reset_verdict, same
 from ..world.scenarios import NOMINAL
-from .checks import ActionChecker, show
+from .checks import ActionChecker, action_refused, agent_failed, show
 from .slots import SlotGroup
 
 __all__ = ["check_replay", "REPLAY_STEPS"]
@@ -73,7 +75,6 @@ class _Run:
     actions: list[Any] = field(default_factory=list)
     steps: int = 0
     trace: np.ndarray = field(default_factory=lambda: np.empty(0))
-    failed: bool = False  # the agent failed or misbehaved: the audit will say so itself
 
 
 def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
@@ -94,8 +95,8 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
             f"{_ENV_FIX}")
     first = _replay(policy, env, seed, episode, steps)
     second = _replay(policy, env, seed, episode, steps)
-    if first.failed or second.failed:
-        return
+    if verdict.error is not None:  # a fault the replay did not meet in its own terms
+        raise verdict.error
     label = f"episode {episode} of env {env.name!r} (env seed {seed + episode}), run twice"
     for t, (x, y) in enumerate(zip(first.observations, second.observations, strict=False)):
         if not same(x, y):
@@ -158,20 +159,24 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
         group.free[0] = [first]
         check_actions = ActionChecker(first[0].action_space)
         policy.reset()
-        states = ([policy.initial_state(episode_seed_sequence(seed, episode, POLICY_STREAM))]
-                  if policy.stateful else None)
+        try:
+            states = ([policy.initial_state(episode_seed_sequence(seed, episode, POLICY_STREAM))]
+                      if policy.stateful else None)
+        except Exception as exc:
+            raise agent_failed(exc, [(NOMINAL.name, episode, 0)], seed,
+                               "its initial_state") from exc
         reply = group.step(None, [(0, 0)])
         while reply.jobs:
             run.observations.append(reply.obs)  # stacked afresh at every step
+            t = reply.steps[0]
             try:
                 chosen, states = policy.act(reply.obs, states)
                 actions, bad = check_actions(chosen, 1)
-            except Exception:
-                run.failed = True
-                return run
+            except Exception as exc:
+                raise agent_failed(exc, [(NOMINAL.name, episode, t)], seed) from exc
             if bad is not None:
-                run.failed = True
-                return run
+                raise action_refused(actions[0], check_actions.space, NOMINAL.name, episode,
+                                     seed, t)
             run.actions.append(copy.deepcopy(actions[0]))
             reply = group.step(actions, [])
             restart = getattr(policy, "restart_state", None)

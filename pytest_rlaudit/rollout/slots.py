@@ -211,7 +211,11 @@ class SlotGroup:
         spare = self.free.get(s)
         if spare:
             return spare.pop()
-        base = self.audit_env.make()
+        try:
+            base = self.audit_env.make()
+        except RolloutError as exc:
+            exc.scenario = exc.scenario or self.names[s]  # the scenario it was made for
+            raise
         if id(base) in self.bases:
             raise ValueError(
                 f"the env factory for {self.audit_env.name!r} returned the same env object "

@@ -44,6 +44,7 @@ from ..errors import RolloutError
 from . import lifeline
 from .deadline import GRACE, Expired, current, error_of
 from .slots import Job, Reply, SlotGroup
+from .travel import Travelling
 
 __all__ = ["WorkerProcess", "WorkerPart", "LocalGroup", "Failure", "died", "fork_context",
            "check_workers", "resolve_workers", "usable_cores"]
@@ -115,19 +116,13 @@ class LocalGroup:
         self.group.close()
 
 
-class Failure:
-    """An exception raised in a worker, carried back to the runner."""
+class Failure(Travelling):
+    """An exception raised in a worker process, carried back to the runner with its cause
+    and its traceback there (:class:`~.travel.Travelling`)."""
 
     def __init__(self, exc: BaseException) -> None:
-        exc = error_of(exc)  # a deadline that struck here travels as the error it means
-        try:
-            self.payload = pickle.dumps(exc)
-        except Exception:  # an unpicklable exception: keep its words
-            self.payload = pickle.dumps(RolloutError(f"{type(exc).__name__}: {exc}"))
-
-    def exception(self) -> BaseException:
-        exc: BaseException = pickle.loads(self.payload)
-        return exc
+        # a deadline that struck here travels as the error it means
+        super().__init__(error_of(exc), f"in worker process {os.getpid()}", pickle.dumps)
 
 
 class _Waiter:

@@ -24,7 +24,7 @@ import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec, parse_env_id
 
 from .._imports import import_module
-from ..errors import UnknownEnvError
+from ..errors import RLAuditError, RolloutError, UnknownEnvError
 from .atari import register_ale
 from .mujoco_log import mujoco_warnings
 
@@ -54,8 +54,16 @@ class AuditEnv:
     recipe: Hashable | None = None
 
     def make(self) -> gym.Env:
-        with mujoco_warnings():  # an audit builds many: MuJoCo's would print each time
-            env = self.factory()
+        """A new env from the factory; an exception of the factory is a
+        :class:`~pytest_rlaudit.errors.RolloutError` naming the env, the original chained."""
+        try:
+            with mujoco_warnings():  # an audit builds many: MuJoCo's would print each time
+                env = self.factory()
+        except RLAuditError:
+            raise
+        except Exception as exc:
+            raise RolloutError(f"making env {self.name!r} failed ({type(exc).__name__}: "
+                               f"{exc})") from exc
         if not isinstance(env, gym.Env):
             raise TypeError(
                 f"the env factory for {self.name!r} returned {type(env).__name__}, not a "

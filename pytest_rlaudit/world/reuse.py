@@ -28,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
+from ..errors import RolloutError
 from .envs import AuditEnv
 
 __all__ = ["reset_is_exact", "reset_verdict", "Verdict", "EXACT", "KEEPS_STATE", "UNSEEDED",
@@ -56,17 +57,19 @@ _PROBE_SEED = 20_250_515
 #: What a probe finds: a used env replays a fresh one's episodes (reused); it does not
 #: but two fresh ones replay each other (state kept across resets: a fresh env per
 #: episode); two fresh envs differ under one seed (the env ignores its seed: no paired
-#: audit is possible); the probe itself failed (an exception: not reused, no claim).
+#: audit is possible); the env raised in the probe (not reused, no claim; the verdict
+#: carries the error, which the seed-replay check and the runner raise, never swallow).
 EXACT, KEEPS_STATE, UNSEEDED, UNKNOWN = "exact", "keeps state", "unseeded", "unknown"
 
 
 class Verdict(NamedTuple):
     """What :func:`probe` found (one of :data:`EXACT`, :data:`KEEPS_STATE`,
     :data:`UNSEEDED`, :data:`UNKNOWN`) and, for :data:`UNSEEDED`, where two fresh envs
-    first differed."""
+    first differed; for :data:`UNKNOWN`, the error to raise (the env's exception chained)."""
 
     kind: str
     detail: str = ""
+    error: RolloutError | None = None
 
 
 _verdicts: dict[Any, Verdict] = {}
@@ -165,62 +168,104 @@ def probe(env: AuditEnv, *, warmup: int = WARMUP_STEPS, max_warmup: int = MAX_WA
     When they differ, a second fresh env runs the same steps: if it replays the first
     fresh one, the used env kept state across resets (:data:`KEEPS_STATE`); if not, the
     env does not replay under its seed at all (:data:`UNSEEDED`, with where they
-    differed). An exception is :data:`UNKNOWN`; an env of :data:`NOT_EXACT` made by a
-    factory is :data:`KEEPS_STATE`. A probe sees only so many steps, so state an env
-    keeps (or randomness it draws) but shows rarely can escape it.
+    differed). An env of :data:`NOT_EXACT` made by a factory is :data:`KEEPS_STATE`. An
+    exception of the env (made, reset or stepped) is :data:`UNKNOWN`, with the
+    :class:`~pytest_rlaudit.errors.RolloutError` naming the probe's call (the original
+    chained) for the caller to raise once its own episodes had their chance to name a
+    fault that repeats in their own terms: an env that fails once must not pass unseen.
+    A probe sees only so many steps, so state an env keeps (or randomness it draws) but
+    shows rarely can escape it.
 
     >>> from pytest_rlaudit.world.envs import env_spec
     >>> probe(env_spec("CartPole-v1")).kind
     'exact'
     """
     made: list[gym.Env] = []
+    at = ["making the first env"]  # the env call under way, for the message
     try:
-        used = env.make()
-        made.append(used)
-        if type(used.unwrapped).__module__.startswith(NOT_EXACT):  # made by a factory
-            return Verdict(KEEPS_STATE)
-        actions = copy.deepcopy(used.action_space)
-        actions.seed(_PROBE_SEED)
-        used.reset(seed=_PROBE_SEED + 1)
-        ended = False
-        for i in range(max_warmup):
-            if i >= warmup and ended:
-                break
-            _, _, terminated, truncated, _ = used.step(actions.sample())
-            if terminated or truncated:
-                ended = True
-                used.reset(seed=_PROBE_SEED + 2 + i)
-        plan = [actions.sample() for _ in range(steps)]
-        fresh = env.make()
-        made.append(fresh)
-        expected = _trajectory(fresh, plan)
-        if _difference(_trajectory(used, plan), expected) is None:
-            return Verdict(EXACT)
-        other = env.make()
-        made.append(other)
-        differs = _difference(_trajectory(other, plan), expected)
-        return Verdict(KEEPS_STATE) if differs is None else Verdict(UNSEEDED, differs)
-    except Exception:
-        return Verdict(UNKNOWN)
+        verdict = _judge(env, made, at, warmup, max_warmup, steps)
+    except Exception as exc:
+        verdict = _failed(env, exc, at[0])
     finally:
-        for made_env in made:
-            try:
-                made_env.close()
-            except Exception:
-                pass
+        closing = _close(made)
+    if closing is not None and verdict.error is None:
+        verdict = _failed(env, closing, "closing its envs")
+    return verdict
 
 
-def _trajectory(env: gym.Env, plan: list[Any]) -> list[tuple[Any, ...]]:
+def _judge(env: AuditEnv, made: list[gym.Env], at: list[str], warmup: int, max_warmup: int,
+           steps: int) -> Verdict:
+    """:func:`probe`'s verdict; every env it makes goes into ``made`` (for the caller to
+    close), and ``at[0]`` says the env call under way."""
+    used = env.make()
+    made.append(used)
+    if type(used.unwrapped).__module__.startswith(NOT_EXACT):  # made by a factory
+        return Verdict(KEEPS_STATE)
+    actions = copy.deepcopy(used.action_space)
+    actions.seed(_PROBE_SEED)
+    at[0] = f"resetting the first env (env seed {_PROBE_SEED + 1})"
+    used.reset(seed=_PROBE_SEED + 1)
+    ended = False
+    for i in range(max_warmup):
+        if i >= warmup and ended:
+            break
+        at[0] = f"at env step {i + 1} of the first env"
+        _, _, terminated, truncated, _ = used.step(actions.sample())
+        if terminated or truncated:
+            ended = True
+            at[0] = f"resetting the first env after env step {i + 1}"
+            used.reset(seed=_PROBE_SEED + 2 + i)
+    plan = [actions.sample() for _ in range(steps)]
+    at[0] = "making a second env"
+    fresh = env.make()
+    made.append(fresh)
+    expected = _trajectory(fresh, plan, at, "the second env")
+    if _difference(_trajectory(used, plan, at, "the first env"), expected) is None:
+        return Verdict(EXACT)
+    at[0] = "making a third env"
+    other = env.make()
+    made.append(other)
+    differs = _difference(_trajectory(other, plan, at, "the third env"), expected)
+    return Verdict(KEEPS_STATE) if differs is None else Verdict(UNSEEDED, differs)
+
+
+def _failed(env: AuditEnv, exc: Exception, at: str) -> Verdict:
+    """The verdict of a probe in which the env raised ``exc``, ``at`` that call."""
+    error = RolloutError(
+        f"env {env.name!r} failed ({type(exc).__name__}: {exc}) in the probe that tells "
+        "whether it honours its reset seed (seeded random actions, before any episode "
+        f"of the audit), {at}", scenario="nominal")
+    error.__cause__ = exc
+    return Verdict(UNKNOWN, at, error)
+
+
+def _close(made: list[gym.Env]) -> Exception | None:
+    """Close every env of ``made``; the first exception one raised, if any."""
+    first = None
+    for made_env in made:
+        try:
+            made_env.close()
+        except Exception as exc:
+            first = first or exc
+    return first
+
+
+def _trajectory(env: gym.Env, plan: list[Any], at: list[str],
+                name: str) -> list[tuple[Any, ...]]:
     """What ``env`` does from a reset with the probe's seed under the actions of ``plan``
     (the next seed at each episode end): each reset's observation and each step's
-    observation, reward and ends, copied (an env may render into one reused buffer)."""
+    observation, reward and ends, copied (an env may render into one reused buffer).
+    ``at[0]``: the call under way, in words (``name``: which env)."""
     seed = _PROBE_SEED
+    at[0] = f"resetting {name} (env seed {seed})"
     out: list[tuple[Any, ...]] = [("reset", copy.deepcopy(env.reset(seed=seed)[0]))]
-    for action in plan:
+    for i, action in enumerate(plan):
+        at[0] = f"at env step {i + 1} of {name}'s comparison"
         obs, reward, terminated, truncated, _ = env.step(copy.deepcopy(action))
         out.append(("step", copy.deepcopy(obs), reward, terminated, truncated))
         if terminated or truncated:
             seed += 1
+            at[0] = f"resetting {name} (env seed {seed})"
             out.append(("reset", copy.deepcopy(env.reset(seed=seed)[0])))
     return out
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from ..errors import InvalidArgumentError, PerturbationError, UnknownScenarioError
+from ..errors import InvalidArgumentError, PerturbationError, RolloutError, UnknownScenarioError
 from . import perturbations as P
 from .scenario import Category, Scenario
 from .schedules import Schedule
@@ -167,7 +167,11 @@ def check_applicable(scenarios: Iterable[Scenario], make_env: Callable[[], gym.E
         if scenario.perturbation is None:
             continue
         probe = scenario.calibrated(None) if scenario.needs_spread else scenario
-        env = make_env()
+        try:
+            env = make_env()
+        except RolloutError as exc:  # the env's factory failed, making this scenario's probe
+            exc.scenario = exc.scenario or scenario.name
+            raise
         try:
             env = probe.wrap(env)
         except PerturbationError as exc:

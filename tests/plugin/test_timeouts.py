@@ -114,8 +114,9 @@ def test_an_env_step_that_never_returns_fails_its_item_and_the_run_ends_under_xd
     assert took < 60
     assert out.returncode == 1, out.stdout + out.stderr
     assert "1 failed" in out.stdout
-    assert "RolloutTimeoutError: the audit ran past its timeout of 1 s: it was stuck in the env's " \
-           "step at scenario '" in out.stdout
+    # the random policy meets the stuck step first: check_robust runs the reference first
+    assert "RolloutTimeoutError: during the random-policy reference: the audit ran past its " \
+           "timeout of 1 s: it was stuck in the env's step at scenario '" in out.stdout
     assert "episode 2 (env seed 2), agent step 3" in out.stdout
 
 
@@ -127,8 +128,9 @@ def test_the_ini_key_bounds_an_audit_in_process(project, monkeypatch):
     result = project.runpytest(*BASE)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "*RolloutTimeoutError: the audit ran past its timeout of 1 s: it was stuck in the "
-        "env's step at scenario '*', episode 2 (env seed 2), agent step 3*"])
+        "*RolloutTimeoutError: during the random-policy reference: the audit ran past its "
+        "timeout of 1 s: it was stuck in the env's step at scenario '*', episode 2 (env seed "
+        "2), agent step 3*"])
 
 
 def test_pytest_timeouts_thread_method_during_rl_workers_leaves_nothing_behind(project):

@@ -83,6 +83,19 @@ class LateReshape(Line):
         return np.array([self.x, 0.0] if self.t >= 20 else [self.x], np.float32)
 
 
+class LateText(Line):
+    """Observations turn into text from agent step 20 on (a simulator's status string where
+    the reading was): past the replay and the checked first steps."""
+
+    def obs(self) -> Any:
+        return np.array([f"{self.x:.2f}"]) if self.t >= 20 else np.array([self.x], np.float32)
+
+
+class TextFromReset(Line):
+    def obs(self) -> Any:
+        return np.array([f"{self.x:.2f}"])
+
+
 class TupleObs(Line):
     observation_space = spaces.Tuple((spaces.Box(-1.0, 1.0, (1,), np.float32), spaces.Discrete(3)))
 
@@ -144,6 +157,24 @@ def test_a_shape_that_changes_mid_episode_is_found_on_any_step():
     message = _refused(LateReshape, workers=2)  # in a worker process, where it is stepped
     assert "env 'LateReshape' returned an observation of shape (2,) at scenario" in message
     assert "as the agent sees it, after the scenario's perturbation" in message
+
+
+@pytest.mark.parametrize("workers", [None, 2])
+def test_observations_that_turn_into_text_mid_episode_are_the_envs_fault_not_the_agents(workers):
+    # Issue 42, point 10: it read "the agent failed (UFuncTypeError: ...)".
+    message = _refused(LateText, ["delay"], workers=workers)
+    assert message.startswith("env 'LateText' returned an observation of text (dtype <U")
+    assert "at scenario 'nominal', episode 0 (env seed 0), agent step 20 (as the agent sees it" \
+        in message
+    assert ("but its observation space Box(-1.0, 1.0, (1,), float32) declares numbers (dtype "
+            "float32)") in message
+    assert "make the env return numbers of the declared dtype at every step" in message
+
+
+def test_text_observations_on_the_first_steps_are_refused_in_the_contract_checks_words():
+    message = _refused(TextFromReset)
+    assert message.startswith("env 'TextFromReset' returned an observation of text (dtype <U")
+    assert "at the reset of episode 0 (env seed 0) of scenario 'nominal'" in message
 
 
 @pytest.mark.parametrize("scenarios", [["jitter"], ["obs_noise"]], ids=["jitter", "obs_noise"])

@@ -214,6 +214,27 @@ def test_a_step_stuck_on_an_actor_ends_the_call_in_time_naming_where_and_the_nex
     assert_identical(*both(balance(), CARTPOLE, scenarios.resolve(["nominal"]), range(2)))
 
 
+def test_a_deadline_before_any_episode_ran_on_ray_names_the_episodes_waiting(monkeypatch):
+    # Issue 42, point 10: a timeout while Ray started named a line of Ray's own code
+    # ("stuck in start_api_server() at .../ray/_private/services.py:1422"), no episode.
+    take = ray_pool._POOL.take
+
+    def slow(*args):
+        time.sleep(30)  # Ray starting on a busy machine, as it were
+        return take(*args)
+
+    monkeypatch.setattr(ray_pool._POOL, "take", slow)
+    with pytest.raises(RolloutTimeoutError) as info, within(1):
+        run_pool_on_ray(balance(), CARTPOLE, scenarios.resolve(["nominal", "delay"]), range(2, 4),
+                        seed=0, batch_size=None, max_steps=500, record=False, workers=2)
+    assert (info.value.scenario, info.value.episode, info.value.step) == ("nominal", 2, None)
+    message = str(info.value)
+    assert ("ran past its timeout of 1 s: it was stuck while Ray started (ray.init) and its "
+            "actors were made, before any episode ran: episodes 2 to 3 of 'nominal', 'delay' "
+            "were waiting (Ray takes seconds to start: start it before the audit") in message
+    assert ".py:" not in message  # no line of Ray's code in place of where
+
+
 def test_idle_actors_are_released_and_started_again_when_needed(monkeypatch):
     monkeypatch.setattr(ray_pool, "IDLE_SECONDS", 0.05)
     run = both(balance(), CARTPOLE, scenarios.resolve(["nominal"]), range(2))

@@ -21,6 +21,7 @@ import pytest
 from gymnasium import spaces
 from toy_envs import CounterEnv
 
+from pytest_rlaudit.errors import RolloutError
 from pytest_rlaudit.world import reuse
 from pytest_rlaudit.world.agents import EnvNeeds
 from pytest_rlaudit.world.envs import AuditEnv, env_spec
@@ -203,13 +204,38 @@ class GlobalDraws(CounterEnv):
     (Scarred, reuse.KEEPS_STATE),
     (Unseeded, reuse.UNSEEDED),
     (GlobalDraws, reuse.UNSEEDED),
-    (Exploding, reuse.UNKNOWN),
 ], ids=["counter", "dict-obs", "episode-counter", "drifting", "scarred", "unseeded",
-        "global-draws", "exploding"])
+        "global-draws"])
 def test_the_probe_tells_state_kept_across_resets_from_a_seed_ignored(factory, kind):
     verdict = reuse.probe(AuditEnv("probed", factory))
     assert verdict.kind == kind
     assert bool(verdict.detail) is (kind == reuse.UNSEEDED)
+    assert verdict.error is None
+
+
+def test_an_env_that_raises_in_the_probe_gets_a_verdict_carrying_the_error():
+    # Issue 42, point 1: the verdict "unknown" said nothing of why, and the audit went on.
+    verdict = reuse.probe(AuditEnv("probed", Exploding))
+    assert (verdict.kind, verdict.detail) == (reuse.UNKNOWN, "at env step 4 of the first env")
+    assert isinstance(verdict.error, RolloutError)
+    assert isinstance(verdict.error.__cause__, RuntimeError)
+    assert str(verdict.error).startswith(
+        "env 'probed' failed (RuntimeError: simulator exploded) in the probe that tells "
+        "whether it honours its reset seed")
+    assert str(verdict.error).endswith("at env step 4 of the first env")
+    assert verdict.error.scenario == "nominal"
+
+
+class FailsToClose(CounterEnv):
+    def close(self):
+        raise OSError("the simulator's socket is gone")
+
+
+def test_an_env_that_raises_when_the_probe_closes_it_is_not_swallowed_either():
+    verdict = reuse.probe(AuditEnv("probed", lambda: FailsToClose(horizon=10)))
+    assert (verdict.kind, verdict.detail) == (reuse.UNKNOWN, "closing its envs")
+    assert isinstance(verdict.error.__cause__, OSError)
+    assert str(verdict.error).endswith("before any episode of the audit), closing its envs")
 
 
 def test_an_unseeded_verdict_says_where_two_fresh_envs_differed():
