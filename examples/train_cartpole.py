@@ -123,12 +123,21 @@ def linear(initial: float) -> LinearSchedule:
     return LinearSchedule(start=initial, end=0.0, end_fraction=1.0)
 
 
-def train(seed: int, timesteps: int, robust: bool = False, mix: bool = False) -> PPO:
+def train(
+    seed: int,
+    timesteps: int,
+    robust: bool = False,
+    mix: bool = False,
+    *,
+    scenarios: Sequence[str] = MIX_SCENARIOS,
+    weights: Sequence[float] | None = MIX_WEIGHTS,
+) -> PPO:
     """Train a PPO agent on CartPole-v1 with fixed seeds.
 
     With ``robust``, each training env is wrapped in ``Jitter`` with
     ``ROBUST_WRAPPER_KWARGS`` (a random control period per agent step); with
-    ``mix``, in ``ScenarioMix`` over ``MIX_SCENARIOS`` (one scenario per episode).
+    ``mix``, in ``ScenarioMix`` over ``scenarios`` by ``weights`` (one scenario per
+    episode; None: uniform), by default ``MIX_SCENARIOS`` and ``MIX_WEIGHTS``.
     """
     random.seed(seed)
     np.random.seed(seed)
@@ -148,7 +157,8 @@ def train(seed: int, timesteps: int, robust: bool = False, mix: bool = False) ->
             n_envs=8,
             seed=seed,
             wrapper_class=ScenarioMix,
-            wrapper_kwargs={"scenarios": list(MIX_SCENARIOS), "weights": MIX_WEIGHTS},
+            wrapper_kwargs={"scenarios": list(scenarios),
+                            "weights": None if weights is None else list(weights)},
         )
     else:
         env = make_vec_env(ENV_ID, n_envs=8, seed=seed)
