@@ -11,7 +11,7 @@ of the advice a user gets. The steps:
 1. audit the fragile agent (``episodes`` paired episodes, seed 0, the default suite) and
    build the line the reports print from its numbers: the scenarios rated FAIL or
    DEGRADED that a name reproduces, weighted by
-   :func:`pytest_rlaudit.auditing.diagnosis.mix_weights` (the nominal mean episode
+   :func:`pytest_rlaudit.auditing.fixes.mix_weights` (the nominal mean episode
    length over each scenario's, in env steps);
 2. train the recipe (same PPO settings, seed, ``timesteps``) under (a) that line,
    (b) the same ScenarioMix with uniform weights (what the reports printed before) and,
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 import train_cartpole as recipe  # noqa: E402  (the bundled recipe: its PPO settings)
 
 from pytest_rlaudit import audit  # noqa: E402
-from pytest_rlaudit.auditing.diagnosis import mix_line, mix_mark, mix_weights  # noqa: E402
+from pytest_rlaudit.auditing.fixes import mix_line, mix_mark, mix_weights  # noqa: E402
 from pytest_rlaudit.world.mix import mixable_by_name  # noqa: E402
 
 FRAGILE = ROOT / "examples" / "ppo_cartpole.zip"

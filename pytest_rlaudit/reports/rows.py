@@ -31,7 +31,7 @@ def order_key(rec: Record) -> tuple[int, str, str, str, str]:
 def short_diagnosis(rec: Record) -> str:
     """The first clause of the fix ("train with Jitter(env, base=2, jitter=1)"), with its
     mark (untested suggestion) if it has one, or ''."""
-    from ..auditing.diagnosis import short_fix
+    from ..auditing.fixes import short_fix
 
     diagnosis = rec.get("diagnosis")
     return short_fix(diagnosis["fix"]) if diagnosis else ""
@@ -190,7 +190,7 @@ def mix_fix(records: Sequence[Record]) -> tuple[str, str] | None:
     """The one line that trains an agent under every scenario that broke it (rated FAIL or
     DEGRADED), gated or not, as its records ran them, with the nominal env kept in the
     mix and weighted by episode length
-    (:func:`~pytest_rlaudit.auditing.diagnosis.mix_weights`; uniform when a record lacks
+    (:func:`~pytest_rlaudit.auditing.fixes.mix_weights`; uniform when a record lacks
     the lengths), and its mark (benchmarked or an untested suggestion); None when none
     broke it or none can be mixed by name (``mixable``).
 
@@ -199,7 +199,7 @@ def mix_fix(records: Sequence[Record]) -> tuple[str, str] | None:
     >>> mix_fix([broke, {**broke, "scenario": "delay", "rating": "PASS"}])
     ('ScenarioMix(gym.make("Acrobot-v1"), ["nominal", "spike"], weights=[1, 5])', 'untested suggestion')
     """
-    from ..auditing.diagnosis import mix_line, mix_mark, mix_weights
+    from ..auditing.fixes import mix_line, mix_mark, mix_weights
 
     broke: dict[str, Record] = {}
     for r in sorted(records, key=order_key):
@@ -224,6 +224,6 @@ def mix_mark_of(agg: dict[str, Any]) -> str:
     >>> mix_mark_of({"mix": 'ScenarioMix(env, ["nominal", "delay"])'})
     'untested suggestion'
     """
-    from ..auditing.diagnosis import UNTESTED
+    from ..auditing.fixes import UNTESTED
 
     return str(agg.get("mix_mark") or UNTESTED)
