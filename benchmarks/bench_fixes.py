@@ -121,14 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    # a ratio is of the agent's own nominal return: one that rose because the nominal
-    # return fell is no fix, so the nominal return must stay within 5% of the fragile one
+    # raised: out of its failing rating, with the interval's low end above the ratio
+    # before (a point estimate a little higher is noise: uniform weights do that). A ratio
+    # is of the agent's own nominal return, so the nominal return must stay within 5%.
+    order = ("FAIL", "DEGRADED", "MILD", "PASS")
     for label, _, a in results:
-        rose = all(a[n].ratio > before[n].ratio for n in names)
+        raised = [n for n in names if a[n].ci[0] > before[n].ratio
+                  and order.index(a[n].rating) > order.index(before[n].rating)]
         kept = a.nominal.mean_return >= 0.95 * before.nominal.mean_return
-        print(f"{label}: every failing ratio {'rose' if rose else 'did NOT all rise'}; "
-              f"nominal return {'kept' if kept else 'NOT kept'} (within 5% of "
-              f"{before.nominal.mean_return:.1f})")
+        verdict = "raised every failing ratio" if len(raised) == len(names) and kept else (
+            f"did not raise them (raised: {', '.join(raised) or 'none'}; nominal return "
+            f"{'kept' if kept else 'not kept'})")
+        print(f"{label}: {verdict}")
     return 0
 
 
