@@ -175,7 +175,11 @@ AGGREGATE_KEYS = {
     "deployment": ("object, null", "the deployment score: {score (the lowest ratio), rating, "
                    "scenario (whose ratio it is)}, or null without deployment scenarios"),
     "stress": ("object, null", "the stress score, as deployment"),
-    "mix": ("string, null", "the ScenarioMix line that trains under what broke it, or null"),
+    "mix": ("string, null", "the ScenarioMix line that trains under what broke it, weighted "
+            "by episode length (nominal mean env steps over the scenario's), or null"),
+    "mix_mark": ("string, null", "whether a benchmark showed that line to raise the ratios "
+                 "(\"shown to raise the ratio in benchmarks/bench_fixes.py\") or it is an "
+                 "\"untested suggestion\"; null with mix"),
 }
 #: The top level of summary.json (besides what the plugin adds: its options and machine).
 SUMMARY_KEYS = {

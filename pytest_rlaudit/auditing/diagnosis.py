@@ -13,6 +13,12 @@ right advice too.
 ...              ratio=0.2, rating="FAIL")
 >>> d.fix
 'train with Jitter(env, base=2, jitter=1) (a randomised control period)...'
+>>> d.fix.endswith(f"({UNTESTED})")
+True
+
+A fix is either benchmarked (``benchmarks/bench_fixes.py`` trained the bundled recipe
+under it and the failing ratios rose: :data:`BENCHMARKED`) or an untested suggestion
+(:data:`UNTESTED`); every report says which, in the words of :mod:`.fixes`.
 """
 
 from __future__ import annotations
@@ -27,7 +33,20 @@ from .. import _format
 from ..world import perturbations as P
 from ..world.scenarios import Scenario
 
-__all__ = ["Diagnosis", "diagnose", "parting_step", "unmeasurable"]
+# the marks and the ScenarioMix line live in .fixes (light: the reports import it);
+# re-exported here, where a diagnosis' fix is written
+from .fixes import (
+    BENCHMARKED,
+    MIX_WEIGHT_CAP,
+    UNTESTED,
+    mix_line,
+    mix_mark,
+    mix_weights,
+    short_fix,
+)
+
+__all__ = ["Diagnosis", "diagnose", "parting_step", "unmeasurable", "BENCHMARKED", "UNTESTED",
+           "MIX_WEIGHT_CAP", "mix_weights", "mix_line", "mix_mark", "short_fix"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +62,7 @@ class Diagnosis:
 
     def short(self) -> str:
         """What broke and what to do, in one line: the pattern's first clause and the fix's."""
-        return f"{self.pattern.split('; ')[0]}; {_format.short_fix(self.fix)}"
+        return f"{self.pattern.split('; ')[0]}; {short_fix(self.fix)}"
 
     def to_dict(self) -> dict[str, str]:
         return {"pattern": self.pattern, "cause": self.cause, "fix": self.fix}
@@ -276,7 +295,7 @@ def diagnose(
         verb = "degrades" if rating == "MILD" else "breaks"
         pattern = (f"{verb} when {schedule.describe()}: keeps {_format.share(ratio)} {share} "
                    f"({rating}); {when}")
-        return Diagnosis(pattern, cause, fix)
+        return Diagnosis(pattern, cause, f"{fix} ({UNTESTED})")
     advice = advice or _Advice(
         f"the agent was not trained under the {scenario.name!r} perturbation",
         "train with the scenario's wrapper: {call}")
@@ -286,7 +305,8 @@ def diagnose(
     call = _call(label, dict(scenario.params))
     name = scenario.name if schedule is None else f"{scenario.name} ({schedule.describe()})"
     pattern = f"{name} keeps {_format.share(ratio)} {share} ({rating}); {when}"
-    return Diagnosis(pattern, cause, fix.format(call=call))
+    # no benchmark has trained under a single wrapper's fix yet (bench_fixes.py: the mix)
+    return Diagnosis(pattern, cause, f"{fix.format(call=call)} ({UNTESTED})")
 
 
 def unmeasurable(margin: Any, *, nominal: float, reference: float, random: bool) -> Diagnosis:

@@ -87,6 +87,10 @@ class Record(TypedDict, total=False):
     reference: Annotated[float | str, "0, a number or 'random'"]
     reference_score: Annotated[Number, "the reference as a number"]
     mean_return: Annotated[Number, "the mean perturbed return"]
+    mean_env_steps: Annotated[Number, "the perturbed episodes' mean length in env steps "
+                              "(what the ScenarioMix line's weights are computed from)"]
+    nominal_mean_env_steps: Annotated[Number, "the paired nominal episodes' mean length in "
+                                      "env steps"]
     ratio: Required[Annotated[Number, "(mean perturbed - ref) / (mean nominal - ref)"]]
     ci_low: Annotated[Number, "the interval's low end"]
     ci_high: Annotated[Number, "the interval's high end"]
@@ -261,12 +265,31 @@ def runs_record(nodeid: str, runs: Any, name: str, gate: Gate | None, passed: bo
     rec["returns"] = [float(x) for m in members for x in m.returns]
     rec["nominal_returns"] = [float(x) for r in runs.runs for x in r.nominal.returns]
     rec["mean_return"] = sum(rec["returns"]) / len(rec["returns"])
+    rec.update(_env_steps(members, [r.nominal for r in runs.runs]))
     rec.update({"ratio": float(s.iqm), "ci_low": float(s.ci[0]), "ci_high": float(s.ci[1]),
                 "rating": s.rating, "p_value": None, "diagnosis": None, "runs": s.runs,
                 "labels": list(s.labels), "per_run": [float(x) for x in s.per_run],
                 "nominal_means": [float(x) for x in s.nominal],
                 "nominal_iqm": float(s.nominal_iqm)})
     return rec
+
+
+def _env_steps(results: Any, nominal: Any) -> Record:
+    """``mean_env_steps`` and ``nominal_mean_env_steps`` of a scenario result and its
+    nominal one (or lists of them: every run's episodes), left out where unmeasured."""
+    def mean(found: Any) -> float | None:
+        steps = [int(x) for r in (found if isinstance(found, list) else [found])
+                 if r is not None for x in getattr(r, "env_steps", ())]
+        return sum(steps) / len(steps) if steps else None
+
+    # a part of a record, merged into one: its required keys come from the caller
+    out: Record = {}  # type: ignore[typeddict-item]
+    perturbed, paired = mean(results), mean(nominal)
+    if perturbed is not None:
+        out["mean_env_steps"] = perturbed
+    if paired is not None:
+        out["nominal_mean_env_steps"] = paired
+    return out
 
 
 def _mixable(name: str, params: Any) -> bool:
@@ -300,6 +323,7 @@ def _record(nodeid: str, r: Any, nominal: Any, *, agent: str, env: str, seed: in
         "reference": reference,
         "reference_score": float(reference_score),
         "mean_return": r.mean_return,
+        **_env_steps(r, nominal),
         "ratio": float(r.ratio),
         "ci_low": float(r.ci[0]),
         "ci_high": float(r.ci[1]),

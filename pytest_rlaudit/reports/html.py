@@ -40,6 +40,7 @@ from .rows import (
     agg_reference,
     episodes_cell,
     gated,
+    mix_mark_of,
     nominal_mean,
     rating_cell,
     ratio_cell,
@@ -190,7 +191,8 @@ def _pair(anchor: str, agg: dict[str, Any], records: list[Record],
            f"</h2>", _badges([agg]), f"<p>{base}.{why}</p>", f"<p>{scores}</p>"]
     if agg.get("mix"):
         out.append(f"<p>Train under what broke it (<code>pytest_rlaudit.perturbations"
-                   f".ScenarioMix</code>): <code>{_e(agg['mix'])}</code></p>")
+                   f".ScenarioMix</code>): <code>{_e(agg['mix'])}</code> "
+                   f"({_e(mix_mark_of(agg))})</p>")
     if plt is not None:
         fig = forest_figure(plt, [("", records)], xlim)
         out.append(f'<figure class="forest">{_svg(fig, anchor)}<figcaption>Each scenario\'s '

@@ -17,6 +17,7 @@ from .rows import (
     agg_baseline,
     episodes_cell,
     gated,
+    mix_mark_of,
     nominal_mean,
     rating_cell,
     ratio_cell,
@@ -97,7 +98,8 @@ def markdown(doc: dict[str, Any]) -> str:
         if agg.get("inconclusive"):
             lines.append(f"  - {_BADGE['INCONCLUSIVE']}: {md(agg['inconclusive'])}")
         if agg.get("mix"):
-            lines.append(f"  - train under what broke it: {md_code(agg['mix'])}")
+            lines.append(f"  - train under what broke it: {md_code(agg['mix'])} "
+                         f"({md(mix_mark_of(agg))})")
     runs = [r for r in results if "runs" in r]
     if runs:  # each run's ratio: the IQM row's spread, run by run
         lines += ["", "### Training runs", ""]

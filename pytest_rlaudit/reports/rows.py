@@ -8,17 +8,15 @@
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from .._format import fixed, interval, p_value, short_fix
+from .._format import fixed, interval, p_value
 from ..auditing.records import Record
 from ..stats.ratings import INCONCLUSIVE
 
 __all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows", "tolerance_text",
-           "mix_fix", "nominal_mean", "reference_text", "baseline_text", "agg_reference",
+           "mix_fix", "mix_mark_of", "nominal_mean", "reference_text", "baseline_text", "agg_reference",
            "agg_baseline", "score_text", "episodes_cell", "ratio_cell", "runs_text"]
 
 
@@ -31,7 +29,10 @@ def order_key(rec: Record) -> tuple[int, str, str, str, str]:
 
 
 def short_diagnosis(rec: Record) -> str:
-    """The first clause of the fix ("train with Jitter(env, base=2, jitter=1)"), or ''."""
+    """The first clause of the fix ("train with Jitter(env, base=2, jitter=1)"), with its
+    mark (untested suggestion) if it has one, or ''."""
+    from ..auditing.fixes import short_fix
+
     diagnosis = rec.get("diagnosis")
     return short_fix(diagnosis["fix"]) if diagnosis else ""
 
@@ -185,21 +186,44 @@ def tolerance_text(rec: Record) -> tuple[str, str]:
             f"ratio by {t['param']}: {points}")
 
 
-def mix_fix(records: Sequence[Record]) -> str | None:
+def mix_fix(records: Sequence[Record]) -> tuple[str, str] | None:
     """The one line that trains an agent under every scenario that broke it (rated FAIL or
     DEGRADED), gated or not, as its records ran them, with the nominal env kept in the
-    mix; None when none broke it or none can be mixed by name (``mixable``).
+    mix and weighted by episode length
+    (:func:`~pytest_rlaudit.auditing.fixes.mix_weights`; uniform when a record lacks
+    the lengths), and its mark (benchmarked or an untested suggestion); None when none
+    broke it or none can be mixed by name (``mixable``).
 
-    >>> broke = {"scenario": "spike", "rating": "FAIL", "mixable": True, "env": "CartPole-v1"}
+    >>> broke = {"scenario": "spike", "rating": "FAIL", "mixable": True, "env": "Acrobot-v1",
+    ...          "mean_env_steps": 100.0, "nominal_mean_env_steps": 500.0}
     >>> mix_fix([broke, {**broke, "scenario": "delay", "rating": "PASS"}])
-    'ScenarioMix(gym.make("CartPole-v1"), ["nominal", "spike"])'
+    ('ScenarioMix(gym.make("Acrobot-v1"), ["nominal", "spike"], weights=[1, 5])', 'untested suggestion')
     """
-    names = list(dict.fromkeys(
-        r["scenario"] for r in sorted(records, key=order_key)
-        if r.get("mixable") and r["rating"] in ("FAIL", "DEGRADED")))
-    if not names:
+    from ..auditing.fixes import mix_line, mix_mark, mix_weights
+
+    broke: dict[str, Record] = {}
+    for r in sorted(records, key=order_key):
+        if r.get("mixable") and r["rating"] in ("FAIL", "DEGRADED"):
+            broke.setdefault(r["scenario"], r)
+    if not broke:
         return None
-    env = records[0]["env"]
-    # an id gymnasium can make (CartPole-v1, ALE/Pong-v5); else the user's own env
-    made = f'gym.make("{env}")' if re.fullmatch(r"[\w.:/-]+-v\d+", env) else "env"
-    return f"ScenarioMix({made}, {json.dumps(['nominal', *names])})"
+    nominal = [r.get("nominal_mean_env_steps") for r in broke.values()]
+    steps = [r.get("mean_env_steps") for r in broke.values()]
+    weights = None
+    if all(isinstance(x, (int, float)) and x > 0 for x in (*nominal, *steps)):
+        # the most a record saw of the nominal episodes: they are the same episodes
+        weights = mix_weights(max(cast(float, x) for x in nominal), cast(list[float], steps))
+    env, names = records[0]["env"], list(broke)
+    return mix_line(env, names, weights), mix_mark(env, names, weights)
+
+
+def mix_mark_of(agg: dict[str, Any]) -> str:
+    """An aggregate's mark of its ScenarioMix line (``mix_mark``); a summary written
+    before lines were marked printed uniform weights, which no benchmark backs.
+
+    >>> mix_mark_of({"mix": 'ScenarioMix(env, ["nominal", "delay"])'})
+    'untested suggestion'
+    """
+    from ..auditing.fixes import UNTESTED
+
+    return str(agg.get("mix_mark") or UNTESTED)

@@ -48,7 +48,8 @@ def aggregates(records: Iterable[Record]) -> list[dict[str, Any]]:
     reference score, ``reference_kind`` "random" or "number"); ``inconclusive``: why its
     scenarios could not be rated, or None; the deployment and stress scores (min ratio)
     and their ratings (INCONCLUSIVE when any scored scenario is), and ``mix``: the
-    ScenarioMix line that trains under what broke it (or None). Training runs (records
+    ScenarioMix line that trains under what broke it (or None) and ``mix_mark``, whether a
+    benchmark showed that line to raise the ratios or it is an untested suggestion. Training runs (records
     with ``runs``): ``runs`` too, and ``nominal`` is their nominal IQM, ``episodes`` each
     run's."""
     groups: dict[tuple[str, str], list[Record]] = {}
@@ -77,7 +78,8 @@ def aggregates(records: Iterable[Record]) -> list[dict[str, Any]]:
                                    "scenario": worst["scenario"]}
             else:
                 entry[category] = None
-        entry["mix"] = mix_fix(members)
+        fix = mix_fix(members)
+        entry["mix"], entry["mix_mark"] = fix if fix is not None else (None, None)
         out.append(entry)
     return out
 

@@ -20,7 +20,16 @@ from typing import Any
 from .._format import fixed, interval
 from ..auditing.records import Record
 from ..stats.ratings import INCONCLUSIVE
-from .rows import agg_baseline, baseline_text, gated, order_key, rating_cell, table_rows, tolerance_text
+from .rows import (
+    agg_baseline,
+    baseline_text,
+    gated,
+    mix_mark_of,
+    order_key,
+    rating_cell,
+    table_rows,
+    tolerance_text,
+)
 from .summary import aggregates
 
 __all__ = ["Line", "audit_section", "comparison_section", "diagnosis_text", "progress_line",
@@ -82,7 +91,8 @@ def audit_section(records: Sequence[Record], *, lost: Sequence[dict[str, str]] =
         if agg.get("inconclusive"):
             lines.append([(f"  {INCONCLUSIVE}: ", INCONCLUSIVE), (agg["inconclusive"], "")])
         if agg["mix"]:
-            lines.append([(f"  train under what broke it: {agg['mix']}", "")])
+            lines.append([(f"  train under what broke it: {agg['mix']} ({mix_mark_of(agg)})",
+                           "")])
     return lines
 
 

@@ -7,7 +7,17 @@ import numpy as np
 import pytest
 
 from pytest_rlaudit import audit, scenarios
-from pytest_rlaudit.auditing.diagnosis import Diagnosis, diagnose, parting_step
+from pytest_rlaudit.auditing.diagnosis import (
+    BENCHMARKED,
+    MIX_WEIGHT_CAP,
+    UNTESTED,
+    Diagnosis,
+    diagnose,
+    mix_line,
+    mix_mark,
+    mix_weights,
+    parting_step,
+)
 from pytest_rlaudit.scenarios import Scenario
 
 ENV = "CartPole-v1"
@@ -187,7 +197,7 @@ def test_unknown_perturbation_gets_generic_advice_naming_it():
     custom = Scenario("wobbly_floor", "custom", wobble, {"amount": 0.25})
     d = diagnosis_of(custom)
     assert "'wobbly_floor'" in d.cause
-    assert d.fix == "train with the scenario's wrapper: wobble(env, amount=0.25)"
+    assert d.fix == f"train with the scenario's wrapper: wobble(env, amount=0.25) ({UNTESTED})"
 
 
 def test_pattern_when_episodes_end_early():
@@ -358,3 +368,62 @@ def test_advice_follows_the_wrapper_classes_so_a_subclass_gets_its_parents():
     spike = diagnose(scenarios.get("spike"), nominal_env_steps=np.array([500, 500]),
                      perturbed_env_steps=np.array([20, 30]), parting=None, ratio=0.3, rating="FAIL")
     assert spike.fix.startswith("train with SpeedSchedule.spike(env, start=20, duration=20, k=5)")
+
+
+# ============================================================ marks and the mix weights
+
+
+@pytest.mark.parametrize("name", ["jitter", "spike", "speed_5x", "delay", "obs_noise"])
+def test_a_wrapper_fix_no_benchmark_backs_is_marked_an_untested_suggestion(name: str):
+    d = diagnosis_of(scenarios.get(name))
+    assert d.fix.endswith(f"({UNTESTED})")
+    assert str(d).endswith(f"({UNTESTED}).")
+    assert d.short().endswith(f"({UNTESTED})")  # the table's short form keeps the mark
+
+
+def test_a_timeline_fix_is_marked_an_untested_suggestion_too():
+    from pytest_rlaudit import Schedule
+
+    timeline = Schedule(speed=[1] * 10 + [6] * 30)
+    d = diagnosis_of(Scenario.from_schedule(timeline, "late_slowdown"))
+    assert d.fix.endswith(f"({UNTESTED})")
+
+
+def test_mix_weights_follow_the_episode_lengths_nominal_first():
+    # the bundled fragile agent's audit: spike 103.8, speed_5x 67.5 env steps, nominal 500
+    assert mix_weights(500, [103.8, 67.5]) == [1, 5, 7]
+    assert mix_weights(500, [250, 100, 50]) == [1, 2, 5, 10]
+
+
+def test_mix_weights_are_uniform_when_the_lengths_are_equal():
+    assert mix_weights(500, [500, 500]) == [1, 1, 1]
+    assert mix_weights(200, [230, 190]) == [1, 1, 1]  # longer than nominal: still 1
+
+
+def test_mix_weights_are_capped():
+    assert mix_weights(1000, [1, 2]) == [1, MIX_WEIGHT_CAP, MIX_WEIGHT_CAP]
+
+
+@pytest.mark.parametrize(("nominal", "lengths"), [
+    (0, [10]), (500, [0]), (float("nan"), [10]), (500, [float("inf")]), (-5, [10])])
+def test_mix_weights_refuse_lengths_that_are_not_positive_numbers(nominal, lengths):
+    with pytest.raises(ValueError, match="mix_weights: .*positive number of env steps"):
+        mix_weights(nominal, lengths)
+
+
+def test_the_mix_line_says_its_weights_and_only_when_they_differ():
+    assert mix_line("CartPole-v1", ["spike"], [1, 5]) == (
+        'ScenarioMix(gym.make("CartPole-v1"), ["nominal", "spike"], weights=[1, 5])')
+    assert mix_line("CartPole-v1", ["spike"], [1, 1]) == (
+        'ScenarioMix(gym.make("CartPole-v1"), ["nominal", "spike"])')
+
+
+def test_only_the_benchmarked_weighted_mix_is_marked_benchmarked():
+    # benchmarks/bench_fixes.py: the rule's line on CartPole's spike and speed_5x
+    assert mix_mark("CartPole-v1", ["spike", "speed_5x"], [1, 5, 7]) == BENCHMARKED
+    assert mix_mark("CartPole-v1", ["speed_5x", "spike"], [1, 7, 5]) == BENCHMARKED
+    # uniform weights left both failures at FAIL; other envs and sets were not trained
+    assert mix_mark("CartPole-v1", ["spike", "speed_5x"], None) == UNTESTED
+    assert mix_mark("Acrobot-v1", ["spike", "speed_5x"], [1, 5, 7]) == UNTESTED
+    assert mix_mark("CartPole-v1", ["spike"], [1, 5]) == UNTESTED
+    assert mix_mark("CartPole-v1", ["spike", "speed_5x", "delay"], [1, 5, 7, 2]) == UNTESTED

@@ -61,3 +61,19 @@ def test_a_record_carries_the_rating_scale_the_check_used(controller):
     strict = Thresholds(pass_=0.99, mild=0.9, degraded=0.6)
     check = check_robust(controller, "CartPole-v1", "delay", episodes=3, thresholds=strict)
     assert record_of("t", check, None)["thresholds"] == {"pass": 0.99, "mild": 0.9, "degraded": 0.6}
+
+
+def test_the_record_keeps_the_mean_episode_lengths_the_mix_weights_come_from(controller):
+    import numpy as np
+
+    from pytest_rlaudit.auditing.diagnosis import mix_weights
+    from pytest_rlaudit.reports.rows import mix_fix
+
+    check = check_robust(controller, "CartPole-v1", "speed_5x", episodes=3)
+    rec = record_of("t.py::test_x[speed_5x]", check, None)
+    assert rec["mean_env_steps"] == pytest.approx(np.mean(check.result.env_steps))
+    assert rec["nominal_mean_env_steps"] == pytest.approx(np.mean(check.nominal.env_steps))
+    weights = mix_weights(rec["nominal_mean_env_steps"], [rec["mean_env_steps"]])
+    line, _ = mix_fix([{**rec, "rating": "FAIL"}])
+    assert line == ('ScenarioMix(gym.make("CartPole-v1"), ["nominal", "speed_5x"]'
+                    + (f", weights={weights}" if weights[1] != 1 else "") + ")")

@@ -48,7 +48,7 @@ def test_rl_report_writes_json_markdown_chart_and_the_step_summary(
                        "scenario": deployment["scenario"]},
         "stress": {"score": doc["results"][-1]["ratio"], "rating": doc["results"][-1]["rating"],
                    "scenario": "speed_5x"},
-        "mix": None}]  # nothing broke the robust agent
+        "mix": None, "mix_mark": None}]  # nothing broke the robust agent
     # the default suite's scenarios as the registry has them, obs_noise (sized by the
     # agent's own spread) aside
     assert {r["scenario"]: r["mixable"] for r in doc["results"]} == {

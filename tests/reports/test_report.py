@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_rlaudit.auditing.diagnosis import BENCHMARKED, UNTESTED
 from pytest_rlaudit.reports import summary as report
 from pytest_rlaudit.reports.markdown import markdown
 from pytest_rlaudit.reports.rows import short_diagnosis, table_rows
@@ -78,7 +79,7 @@ def test_aggregates_take_the_worst_ratio_per_agent_env_and_category():
     assert out[0] == {"agent": "A2C", "env": "CartPole-v1", "nominal": 500.0, "episodes": 30,
                       "reference": 0.0, "reference_kind": "number", "inconclusive": None,
                       "deployment": {"score": 0.4, "rating": "FAIL", "scenario": "jitter"},
-                      "stress": None, "mix": None}  # records of old runs say nothing of mixing
+                      "stress": None, "mix": None, "mix_mark": None}  # nothing broken to mix
     assert out[1]["deployment"] == {"score": 0.81, "rating": "MILD", "scenario": "spike"}
     assert out[1]["stress"] is None
     assert out[2]["deployment"] == {"score": 0.62, "rating": "DEGRADED", "scenario": "delay"}
@@ -96,15 +97,56 @@ def test_every_report_gives_the_scenario_mix_of_what_broke_each_agent(tmp_path):
         rec("jitter", 0.9, agent="SAC", env="my_factory", mixable=True),
         rec("delay", 0.1, agent="SAC2", env="my_factory", mixable=True),
     ]
+    # records written before episode lengths were kept: uniform weights, which no
+    # benchmark backs (they left the bundled agent's failures at FAIL)
     line = 'ScenarioMix(gym.make("CartPole-v1"), ["nominal", "spike", "speed_5x"])'
-    by = {a["agent"]: a["mix"] for a in aggregates(records)}
-    assert by == {"PPO": line, "SAC": None, "SAC2": 'ScenarioMix(env, ["nominal", "delay"])'}
+    by = {a["agent"]: (a["mix"], a["mix_mark"]) for a in aggregates(records)}
+    assert by == {"PPO": (line, UNTESTED), "SAC": (None, None),
+                  "SAC2": ('ScenarioMix(env, ["nominal", "delay"])', UNTESTED)}
     paths = write_report(summary(records, version="0"), tmp_path)
     for name in ("summary.md", "index.html"):
         assert line in html_unescape((tmp_path / name).read_text()), name
+        assert f"({UNTESTED})" in html_unescape((tmp_path / name).read_text()), name
     lines = ["".join(text for text, _ in line) for line in audit_section(records)]
-    assert f"  train under what broke it: {line}" in lines
+    assert f"  train under what broke it: {line} ({UNTESTED})" in lines
     assert tmp_path / "summary.json" in paths
+
+
+def steps(scenario: str, ratio: float, length: float, **extra) -> dict:
+    """A record of a scenario whose episodes lasted ``length`` env steps (nominal 500)."""
+    return rec(scenario, ratio, mixable=True, mean_env_steps=length,
+               nominal_mean_env_steps=500.0, **extra)
+
+
+def test_the_mix_line_weights_each_scenario_by_the_nominal_over_its_episode_length(tmp_path):
+    # the bundled fragile agent's audit: spike 103.8 env steps, speed_5x 67.5, nominal 500
+    records = [steps("jitter", 1.0, 500.0, order=0), steps("spike", 0.208, 103.8, order=1),
+               steps("speed_5x", 0.135, 67.5, order=2)]
+    line = ('ScenarioMix(gym.make("CartPole-v1"), ["nominal", "spike", "speed_5x"], '
+            'weights=[1, 5, 7])')
+    agg = aggregates(records)[0]
+    assert agg["mix"] == line
+    assert agg["mix_mark"] == BENCHMARKED  # the line benchmarks/bench_fixes.py trained under
+    write_report(summary(records, version="0"), tmp_path)
+    for name in ("summary.md", "index.html"):
+        text = html_unescape((tmp_path / name).read_text())
+        assert line in text and f"({agg['mix_mark']})" in text, name
+    assert json.loads((tmp_path / "summary.json").read_text())["aggregates"][0]["mix"] == line
+    lines = ["".join(text for text, _ in line) for line in audit_section(records)]
+    assert f"  train under what broke it: {line} ({agg['mix_mark']})" in lines
+
+
+def test_equal_episode_lengths_give_the_plain_uniform_line():
+    records = [steps("spike", 0.6, 480.0), steps("delay", 0.3, 510.0)]
+    assert aggregates(records)[0]["mix"] == (
+        'ScenarioMix(gym.make("CartPole-v1"), ["nominal", "delay", "spike"])')
+
+
+def test_a_mix_line_for_another_env_is_an_untested_suggestion():
+    records = [steps("spike", 0.2, 100.0, env="Acrobot-v1")]
+    agg = aggregates(records)[0]
+    assert agg["mix"] == 'ScenarioMix(gym.make("Acrobot-v1"), ["nominal", "spike"], weights=[1, 5])'
+    assert agg["mix_mark"] == UNTESTED
 
 
 @pytest.mark.parametrize(("ratio", "rating"), [
@@ -133,7 +175,7 @@ def test_aggregates_break_ties_by_scenario_name_and_ignore_other_categories():
     assert only_custom == [{"agent": "PPO", "env": "CartPole-v1", "nominal": 500.0,
                             "episodes": 30, "reference": 0.0, "reference_kind": "number",
                             "inconclusive": None, "deployment": None, "stress": None,
-                            "mix": None}]
+                            "mix": None, "mix_mark": None}]
 
 
 def test_aggregates_of_no_records_is_empty():
