@@ -99,9 +99,10 @@ class Engine:
         chosen = list(scenarios)
         self.keep(("applicable", repr(chosen), id(self.env)),
                   lambda: registry.check_applicable(chosen, self.env.make))
-        seed = self.settings.seed
-        self.keep(("replay", id(self.policy), id(self.env), seed),
-                  lambda: check_replay(self.policy, self.env, seed=seed))
+        seed, steps = self.settings.seed, self.settings.max_steps
+        # the whole of nominal episode 0, as the audit will run it (at most max_steps)
+        self.keep(("replay", id(self.policy), id(self.env), seed, steps),
+                  lambda: check_replay(self.policy, self.env, seed=seed, steps=steps))
 
     def run(self, scenarios: Sequence[Scenario], indices: range,
             record: bool | Sequence[str] = False) -> dict[str, EpisodeBatch]:

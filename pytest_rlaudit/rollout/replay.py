@@ -12,14 +12,19 @@ two identical audits give different ratios. :func:`check_replay` refuses both wi
    honour their seed; any other env is probed once per process (two fresh envs reset
    with one seed and stepped with the same seeded actions must agree), which the runner
    needs anyway to decide whether an env may be reused;
-2. the agent and env together: the first :data:`REPLAY_STEPS` agent steps of one nominal
-   episode run twice, each in a fresh env, one policy call per step, and are compared step
-   by step. The first observation that differs after equal actions is the env's doing; the
+2. the agent and env together: the whole of nominal episode 0 (up to the audit's
+   ``max_steps``) runs twice, each in a fresh env, one policy call per step, and is compared
+   step by step. The whole episode, not its first steps: an agent that draws outside the
+   seeds only late in an episode (from step 20 on, once a state is reached) is caught too. The first observation that differs after equal actions is the env's doing; the
    first action that differs on an equal observation is the agent's. Stochastic agents
    pass: their sampling is seeded per episode (``initial_state``, the ``POLICY_STREAM``).
 
-Cheap by design: a few dozen policy calls of one row against the audit's (scenarios + 1)
-x episodes episodes (benchmarks/bench_rollout.py: within a percent of an audit's time).
+Two episodes of one-row policy calls against the audit's (scenarios + 1) x episodes
+episodes, a few hundred (benchmarks/bench_rollout.py measures its share of an audit's time).
+What it still cannot see: randomness drawn only in later episodes (episode 1 on), on a
+branch episode 0 never takes, or that changes no action of episode 0; state an agent keeps
+from one episode to the next; and nondeterminism that shows only when rows are batched or
+in another process.
 Any other failure of the agent or env during the replay is left to the audit itself,
 which reports it in its usual words.
 
@@ -50,14 +55,16 @@ from ..world.envs import AuditEnv
 from ..world.reuse import UNSEEDED, reset_verdict, same
 from ..world.scenarios import NOMINAL
 from .checks import ActionChecker, show
+from .runner import DEFAULT_MAX_STEPS
 from .slots import SlotGroup
 
 __all__ = ["check_replay", "REPLAY_STEPS"]
 
-#: Agent steps of the replayed episode (fewer if it ends first). Randomness outside the
-#: seeds shows within a few steps (an unseeded draw differs at its first use), while each
-#: step costs two policy calls of one row.
-REPLAY_STEPS = 16
+#: Agent steps of the replayed episode by default (fewer if it ends first): a whole
+#: episode, as the runner's own ``max_steps`` bounds one. An unseeded draw differs at its
+#: first use, but that use may come late (an agent that explores only once the pole
+#: leans): the first steps alone miss it. The engine passes the audit's ``max_steps``.
+REPLAY_STEPS = DEFAULT_MAX_STEPS
 
 #: Why a broken replay matters, in every message.
 _WHY = ("Paired audits compare each scenario's episode i with the nominal episode i under "
@@ -80,7 +87,8 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
                  steps: int = REPLAY_STEPS) -> None:
     """Raise :class:`~pytest_rlaudit.errors.NonReproducibleError` unless the env honours
     its reset seed and episode ``episode`` (env seed ``seed + episode``) replays, agent
-    and env together, for its first ``steps`` agent steps (see the module).
+    and env together, for its first ``steps`` agent steps (default: the whole episode, up
+    to :data:`REPLAY_STEPS`; see the module).
 
     Also holds the env to its contract on the way (shape, bounds, API: an
     :class:`~pytest_rlaudit.errors.EnvContractError`), since the replay runs through the
@@ -147,7 +155,7 @@ def _agent_message(policy: Policy, label: str, t: int, a: Any, b: Any) -> str:
 
 
 def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) -> _Run:
-    """The first ``steps`` agent steps of nominal episode ``episode`` in a fresh env, one
+    """Nominal episode ``episode`` in a fresh env, up to ``steps`` agent steps, one
     policy call of one row per step, as the runner makes them."""
     run = _Run()
     group = SlotGroup(env, [NOMINAL], [episode], seed=seed, max_steps=steps, slots=1,

@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
+from cartpole_agents import robust
 from toy_envs import CounterEnv
 
 import pytest_rlaudit
@@ -209,7 +210,7 @@ def test_an_sb3_agent_sampling_with_deterministic_false_passes():
     check_replay(policy, AuditEnv("CartPole-v1", lambda: gym.make("CartPole-v1")), seed=0)
 
 
-def test_the_replay_costs_a_few_dozen_policy_calls_of_one_row():
+def test_the_replay_costs_two_episodes_of_policy_calls_of_one_row():
     calls = []
 
     def counted(obs: np.ndarray) -> np.ndarray:
@@ -217,7 +218,7 @@ def test_the_replay_costs_a_few_dozen_policy_calls_of_one_row():
         return steer(obs)
 
     check_replay(as_policy(counted), AuditEnv("Drift", Drift), seed=0)
-    assert len(calls) == 2 * min(REPLAY_STEPS, 20) and set(calls) == {1}
+    assert len(calls) == 2 * 20 and set(calls) == {1}  # Drift's whole episode, twice
 
 
 def _torch_agents():
@@ -262,3 +263,35 @@ def test_a_torch_agent_sampling_through_its_seeded_stream_passes_and_global_nois
             NonReproducibleError, match="^agent NoisyQ does not replay"):
         torch.manual_seed(1234)
         check_replay(as_policy(noisy), cartpole, seed=0)
+
+
+class LateCoin(BasePolicy):
+    """Balances CartPole, and from agent step 20 of each episode on sometimes flips its
+    action on the stdlib's unseeded ``random``: its first steps replay, its episodes do
+    not (two audits of it gave nominal 41.0 and 41.7)."""
+
+    stateful = True
+    name = "late-coin"
+
+    def initial_state(self, seed: np.random.SeedSequence) -> list[int]:
+        return [0]  # agent steps so far in this episode
+
+    def act(self, obs: np.ndarray, states: list[Any] | None):
+        assert states is not None
+        actions = robust(obs)
+        for i, state in enumerate(states):
+            state[0] += 1
+            if state[0] > 20 and random.random() < 0.1:
+                actions[i] = 1 - actions[i]
+        return actions, states
+
+
+def test_an_agent_drawing_outside_the_seeds_only_late_in_the_episode_is_refused():
+    # the draws start past the 16 steps the replay once compared
+    with pytest.raises(NonReproducibleError) as info:
+        audit(LateCoin(), "CartPole-v1", ["jitter"], episodes=4)
+    message = str(info.value)
+    assert message.startswith("agent late-coin does not replay its own episode")
+    step = int(message.split("for the same observation at agent step ")[1].split(".")[0])
+    assert step >= 20
+
