@@ -15,7 +15,8 @@ two identical audits give different ratios. :func:`check_replay` refuses both wi
 2. the agent and env together: the whole of nominal episode 0 (up to the audit's
    ``max_steps``) runs twice, each in a fresh env, one policy call per step, and is compared
    step by step. The whole episode, not its first steps: an agent that draws outside the
-   seeds only late in an episode (from step 20 on, once a state is reached) is caught too. The first observation that differs after equal actions is the env's doing; the
+   seeds only late in an episode (from step 20 on, once a state is reached) is caught
+   too. The first observation that differs after equal actions is the env's doing; the
    first action that differs on an equal observation is the agent's. Stochastic agents
    pass: their sampling is seeded per episode (``initial_state``, the ``POLICY_STREAM``).
 

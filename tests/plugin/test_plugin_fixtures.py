@@ -12,7 +12,6 @@ from audit_records import records
 from plugin_cli import CLI, text
 
 
-
 def test_rl_agent_and_rl_env_default_to_the_options(tester: pytest.Pytester):
     tester.makepyfile(test_fixtures="""
         def test_fixtures(rl_agent, rl_env):

@@ -14,15 +14,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium import spaces
 from cartpole_agents import robust
+from gymnasium import spaces
 from toy_envs import CounterEnv
 
 import pytest_rlaudit
 from pytest_rlaudit import audit, check_robust
 from pytest_rlaudit.errors import NonReproducibleError, RLAuditError
 from pytest_rlaudit.rollout import replay
-from pytest_rlaudit.rollout.replay import REPLAY_STEPS, check_replay
+from pytest_rlaudit.rollout.replay import check_replay
 from pytest_rlaudit.world.agents import BasePolicy, as_policy
 from pytest_rlaudit.world.envs import AuditEnv
 from pytest_rlaudit.world.reuse import EXACT, Verdict
