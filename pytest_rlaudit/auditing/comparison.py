@@ -401,6 +401,7 @@ def _runs_problem(base: Record, rec: Record) -> str | None:
     base_runs, runs = base.get("runs"), rec.get("runs")
     if base_runs is None and runs is None:
         return None
+
     def what(r: Record, n: Any, side: str) -> str:
         if n is None:
             return f"{side} audits one agent, {r['agent']} ({_seeds(r['seeds'])})"
@@ -417,9 +418,10 @@ def _runs_problem(base: Record, rec: Record) -> str | None:
         return (f"{said}; a baseline of one agent pairs only with one agent: save a new "
                 "baseline with --rl-save from a run of these runs' glob, or pass "
                 f"--rl-agent the baseline's agent ({base['agent']})")
-    if base_runs != runs or len(base["seeds"]) != len(rec["seeds"]):
-        return (f"{said}; runs pair run for run: audit as many runs of as many episodes as "
-                "the baseline (its --rl-agent glob and --rl-episodes), or save a new baseline")
+    if base_runs != runs or list(base["seeds"]) != list(rec["seeds"]):
+        return (f"{said}; runs pair run for run, seed for seed: audit as many runs as the "
+                "baseline (its --rl-agent glob) with its --rl-seed and --rl-episodes (the "
+                "episodes of each run), or save a new baseline")
     return None
 
 
@@ -436,7 +438,9 @@ def _seeds(seeds: Sequence[int]) -> str:
 def compare_audits(baseline: Any, candidate: Any, tolerances: Iterable[Tolerance] = (), *,
                    alpha: float = 0.05) -> Comparison:
     """Compare two :class:`~pytest_rlaudit.auditing.results.AuditResult` run on the same seeds:
-    nominal's mean return, then each scenario's mean return and ratio."""
+    nominal's mean return, then each scenario's mean return and ratio. A scenario the two
+    ran with other parameters (:func:`scenario_difference`) is not paired: a mismatch,
+    which holds."""
     if list(baseline.nominal.seeds) != list(candidate.nominal.seeds) or baseline.env != candidate.env:
         raise ValueError("the two audits must run on the same env and episode seeds "
                          f"({baseline.env} seeds {list(baseline.nominal.seeds)[:3]}... vs "

@@ -230,6 +230,9 @@ def test_a_runs_baseline_against_one_agent_says_it_holds_runs_and_gives_one_fix(
     assert "a baseline of one agent pairs only with one agent" in mismatch
     (mismatch,) = compare_records(base, [_runs_record("rl-audit::spike", 3, 10)]).mismatches
     assert "the baseline holds 2 training runs" in mismatch and "this run holds 3" in mismatch
+    (mismatch,) = compare_records(base, [_runs_record("rl-audit::spike", 2, 8)]).mismatches
+    assert "(10 episodes each, env seeds 0-9), this run holds 2 training runs of " in mismatch
+    assert "(8 episodes each, env seeds 0-7)" in mismatch and "--rl-episodes (the episodes of each" in mismatch
     assert not compare_records(base, [_runs_record("rl-audit::spike", 2, 10)]).mismatches
 
 
