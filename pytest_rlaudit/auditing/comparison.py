@@ -39,11 +39,11 @@ import numpy as np
 from .._format import fixed
 from ..stats import degradation_p_value, holm, ratio, ratio_change_ci
 from ..world.calibration import definition
-from .records import Record
+from .records import Record, plain
 from .tolerances import Metric, Tolerance, parse_tolerance
 
 __all__ = ["Tolerance", "parse_tolerance", "Change", "Comparison", "compare_scenario",
-           "compare_records", "compare_audits"]
+           "compare_records", "compare_audits", "scenario_difference"]
 
 @dataclass(frozen=True)
 class Change:
@@ -348,7 +348,34 @@ def compare_records(
     return out
 
 
+def scenario_difference(scenario: str, params: Any, other_scenario: str, other_params: Any,
+                        sides: tuple[str, str] = ("the baseline", "this run")) -> str | None:
+    """What makes two audits' scenarios different ones, in words naming the scenario and
+    both parameter sets, or None when they are the same scenario: the same name and the
+    same chosen parameters (a spread calibrated on each side's own nominal episodes may
+    differ: another agent keeps the pole stiller; :func:`~.calibration.definition`).
+
+    >>> scenario_difference("jitter", {"base": 2, "jitter": 1}, "jitter", {"base": 3, "jitter": 2})
+    "the baseline ran scenario 'jitter' with {'base': 2, 'jitter': 1}, this run with {'base': 3, 'jitter': 2}"
+    >>> scenario_difference("obs_noise", {"sigma": 0.1, "spread": [1.0]},
+    ...                     "obs_noise", {"sigma": 0.1, "spread": [2.0]}) is None
+    True
+    """
+    mine, theirs = definition(plain(dict(params or {}))), definition(
+        plain(dict(other_params or {})))
+    if scenario == other_scenario and mine == theirs:
+        return None
+    first, second = sides
+    if scenario != other_scenario:
+        return (f"{first} ran scenario {scenario!r} with {mine}, {second} scenario "
+                f"{other_scenario!r} with {theirs}")
+    return f"{first} ran scenario {scenario!r} with {mine}, {second} with {theirs}"
+
+
 def _pairing_problem(base: Record, rec: Record) -> str | None:
+    runs = _runs_problem(base, rec)
+    if runs:
+        return runs
     if base["env"] != rec["env"]:
         return (f"the baseline ran on {base['env']}, this run on {rec['env']}; runs on "
                 "different envs cannot be paired")
@@ -356,13 +383,45 @@ def _pairing_problem(base: Record, rec: Record) -> str | None:
         return (f"the baseline used {_seeds(base['seeds'])}, this run {_seeds(rec['seeds'])}; "
                 "paired comparison needs the same episode seeds: run with the baseline's "
                 "--rl-seed and --rl-episodes (or rl_episodes marker), or save a new baseline")
-    # A spread calibrated on each run's own nominal episodes may differ (another agent
-    # keeps the pole stiller); the scenario is the same when its chosen parameters are.
-    if base.get("scenario") != rec.get("scenario") or definition(
-            base.get("params") or {}) != definition(rec.get("params") or {}):
-        return (f"the baseline audited scenario {base.get('scenario')!r} "
-                f"{base.get('params') or ''}, this run {rec.get('scenario')!r} "
-                f"{rec.get('params') or ''}")
+    differ = scenario_difference(base["scenario"], base.get("params"), rec["scenario"],
+                                 rec.get("params"))
+    if differ:
+        return (f"{differ}; the ratios of two different perturbations are not a change: "
+                "audit this run with the baseline's scenario parameters (its rl_scenario "
+                "marker, --rl-scenarios and --rl-severity), or save a new baseline with "
+                "--rl-save")
+    return None
+
+
+def _runs_problem(base: Record, rec: Record) -> str | None:
+    """Why a runs record (``--rl-agent`` a glob of training runs: its episodes are every
+    run's, run after run) cannot pair with a one-agent record or with other runs, with one
+    fix; None when neither is a runs record, or both hold as many runs of as many
+    episodes."""
+    base_runs, runs = base.get("runs"), rec.get("runs")
+    if base_runs is None and runs is None:
+        return None
+
+    def what(r: Record, n: Any, side: str) -> str:
+        if n is None:
+            return f"{side} audits one agent, {r['agent']} ({_seeds(r['seeds'])})"
+        per = len(r["seeds"]) // max(1, int(n))
+        return (f"{side} holds {n} training runs of {r['agent']} ({per} episodes each, "
+                f"env seeds {r['seeds'][0]}-{r['seeds'][per - 1]})")
+    said = f"{what(base, base_runs, 'the baseline')}, {what(rec, runs, 'this run')}"
+    if base_runs is not None and runs is None:
+        fix = ("compare runs with runs: pass --rl-agent a glob matching the baseline's runs "
+               f"({_some(list(base.get('labels') or []))}), or save a new baseline with "
+               "--rl-save from a run of this one agent")
+        return f"{said}; a runs baseline pairs only with runs: {fix}"
+    if runs is not None and base_runs is None:
+        return (f"{said}; a baseline of one agent pairs only with one agent: save a new "
+                "baseline with --rl-save from a run of these runs' glob, or pass "
+                f"--rl-agent the baseline's agent ({base['agent']})")
+    if base_runs != runs or list(base["seeds"]) != list(rec["seeds"]):
+        return (f"{said}; runs pair run for run, seed for seed: audit as many runs as the "
+                "baseline (its --rl-agent glob) with its --rl-seed and --rl-episodes (the "
+                "episodes of each run), or save a new baseline")
     return None
 
 
@@ -379,21 +438,29 @@ def _seeds(seeds: Sequence[int]) -> str:
 def compare_audits(baseline: Any, candidate: Any, tolerances: Iterable[Tolerance] = (), *,
                    alpha: float = 0.05) -> Comparison:
     """Compare two :class:`~pytest_rlaudit.auditing.results.AuditResult` run on the same seeds:
-    nominal's mean return, then each scenario's mean return and ratio."""
+    nominal's mean return, then each scenario's mean return and ratio. A scenario the two
+    ran with other parameters (:func:`scenario_difference`) is not paired: a mismatch,
+    which holds."""
     if list(baseline.nominal.seeds) != list(candidate.nominal.seeds) or baseline.env != candidate.env:
         raise ValueError("the two audits must run on the same env and episode seeds "
                          f"({baseline.env} seeds {list(baseline.nominal.seeds)[:3]}... vs "
                          f"{candidate.env} seeds {list(candidate.nominal.seeds)[:3]}...)")
     rows = _rows("nominal", "nominal", baseline.nominal.returns, candidate.nominal.returns,
                  seed=candidate.seed)
+    mismatches = []
     for name, result in candidate.scenarios.items():
         if name not in baseline.scenarios:
+            continue
+        differ = scenario_difference(name, baseline[name].params, name, result.params,
+                                     sides=("the baseline", "the candidate"))
+        if differ:  # two perturbations: a change in ratio would not be the agent's
+            mismatches.append(f"{name}: {differ}; audit both with the same scenarios")
             continue
         rows += _rows(name, name, baseline[name].returns, result.returns,
                       base_nominal=baseline.nominal.returns, nominal=candidate.nominal.returns,
                       base_reference=baseline.reference, reference=candidate.reference,
                       seed=candidate.seed)
     tolerances = tuple(tolerances)
-    return Comparison(_judge(rows, tolerances, alpha), tolerances=tolerances, alpha=alpha,
-                      new=[n for n in candidate.scenarios if n not in baseline.scenarios],
+    return Comparison(_judge(rows, tolerances, alpha), mismatches, tolerances=tolerances,
+                      alpha=alpha, new=[n for n in candidate.scenarios if n not in baseline.scenarios],
                       missing=[n for n in baseline.scenarios if n not in candidate.scenarios])

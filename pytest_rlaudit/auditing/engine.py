@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import RolloutError
 from ..rollout.deadline import Expired
-from ..rollout.replay import check_replay
+from ..rollout.replay import check_replay, check_replayed
 from ..rollout.runner import EpisodeBatch
 from ..stats import adaptive_sample
 from ..world import scenarios as registry
@@ -127,15 +127,27 @@ class Engine:
         with phase(CONTRACT):
             self.keep(("applicable", repr(chosen), id(self.env)),
                       lambda: registry.check_applicable(chosen, self.env.make))
-        seed = self.settings.seed
+        # nominal episode 0 run whole, as the audit will run it (at most max_steps); run()
+        # holds the audit's own run of it to this one
         with phase(REPLAY):
-            self.keep(("replay", id(self.policy), id(self.env), seed),
-                      lambda: check_replay(self.policy, self.env, seed=seed))
+            self.keep(self._replay_key(),
+                      lambda: check_replay(self.policy, self.env, seed=self.settings.seed,
+                                           steps=self.settings.max_steps))
+
+    def _replay_key(self) -> tuple[Hashable, ...]:
+        s = self.settings
+        return ("replay", id(self.policy), id(self.env), s.seed, s.max_steps)
 
     def run(self, scenarios: Sequence[Scenario], indices: range,
             record: bool | Sequence[str] = False) -> dict[str, EpisodeBatch]:
-        """Episodes ``indices`` of each scenario, as the settings say."""
-        return self.settings.rollout(self.policy, self.env, scenarios, indices, record)
+        """Episodes ``indices`` of each scenario, as the settings say; nominal episode 0,
+        if among them, must repeat the seed-replay check's run of it (:meth:`check`)."""
+        out = self.settings.rollout(self.policy, self.env, scenarios, indices, record)
+        nominal = out.get(NOMINAL.name)
+        if nominal is not None and indices.start == 0 and len(nominal.returns):
+            replayed = self.cache.get(self._replay_key())
+            check_replayed(replayed, self.policy, self.env, nominal)
+        return out
 
     def nominal(self, indices: range) -> EpisodeBatch:
         """The nominal episodes ``indices``, recorded (a spread is calibrated on them), once."""
@@ -155,8 +167,10 @@ class Engine:
         kept for the next scenario; else in the same pool as the scenarios, which then
         calibrate themselves on them (see :meth:`calibrated`)."""
         if not (self.shared if separate is None else separate):
+            # nominal recorded (as calibrating a scenario records it anyway): its first
+            # episode is held to the seed-replay check's step by step (run())
             with phase(PAIRED_EPISODES):
-                return self.run([NOMINAL, *scenarios], indices)
+                return self.run([NOMINAL, *scenarios], indices, record=[NOMINAL.name])
         with phase(SCENARIO_EPISODES):
             out = self.run(scenarios, indices)
         return {"nominal": self.nominal(indices), **out}

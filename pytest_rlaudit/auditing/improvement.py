@@ -28,6 +28,7 @@ from .._format import fixed, interval
 from ..errors import InvalidArgumentError
 from ..stats.runs import improvement_ci
 from ..stats.runs import probability_of_improvement as mann_whitney
+from .comparison import scenario_difference
 from .runs import RunsResult, RunsScenario
 
 __all__ = ["probability_of_improvement", "Improvement"]
@@ -79,9 +80,11 @@ def probability_of_improvement(a: RunsResult, b: RunsResult, scenario: str, *,
     default ``a``'s).
 
     Both must be :func:`~pytest_rlaudit.audit_runs` results on the same env, seed,
-    episodes and reference, so their ratios measure the same thing on the same episodes;
-    else an :class:`~pytest_rlaudit.errors.InvalidArgumentError` says which differs and
-    how to audit them alike. The interval is Newcombe's score interval for a Mann-Whitney
+    episodes and reference, under the same scenario (its name and chosen parameters: the
+    default ``jitter`` and ``preset('severe')``'s are two scenarios), so their ratios
+    measure the same thing on the same episodes; else an
+    :class:`~pytest_rlaudit.errors.InvalidArgumentError` says which differs and how to
+    audit them alike. The interval is Newcombe's score interval for a Mann-Whitney
     estimate (:func:`~pytest_rlaudit.stats.runs.improvement_ci`: why not rliable's
     bootstrap is said there), in closed form, so the same results give the same interval.
     """
@@ -93,6 +96,14 @@ def probability_of_improvement(a: RunsResult, b: RunsResult, scenario: str, *,
     _check_alike(a, b)
     level = a.confidence if confidence is None else check_confidence(confidence)
     x, y = a[scenario], b[scenario]
+    differ = scenario_difference(scenario, a.runs[0][scenario].params, scenario,
+                                 b.runs[0][scenario].params, sides=(a.name, b.name))
+    if differ:
+        raise InvalidArgumentError(
+            f"the two recipes were not audited under the same scenario ({differ}), so their "
+            "ratios measure two different perturbations, not the recipes: audit both with "
+            "audit_runs under the same scenario (both scenarios='jitter', or both the same "
+            "Scenario, e.g. from preset('severe'))")
     point = mann_whitney(x.per_run, y.per_run)
     ci = improvement_ci(x.per_run, y.per_run, confidence=level)
     return Improvement(scenario, point, ci, level, x, y, a.name, b.name)

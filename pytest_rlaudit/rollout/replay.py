@@ -12,14 +12,28 @@ two identical audits give different ratios. :func:`check_replay` refuses both wi
    honour their seed; any other env is probed once per process (two fresh envs reset
    with one seed and stepped with the same seeded actions must agree), which the runner
    needs anyway to decide whether an env may be reused;
-2. the agent and env together: the first :data:`REPLAY_STEPS` agent steps of one nominal
-   episode run twice, each in a fresh env, one policy call per step, and are compared step
-   by step. The first observation that differs after equal actions is the env's doing; the
-   first action that differs on an equal observation is the agent's. Stochastic agents
-   pass: their sampling is seeded per episode (``initial_state``, the ``POLICY_STREAM``).
+2. the agent and env together: nominal episode 0 runs whole (up to the audit's
+   ``max_steps``) in a fresh env, one policy call per step, and its first
+   :data:`PREFIX_STEPS` agent steps run a second time and are compared step by step: the
+   first observation that differs after equal actions is the env's doing; the first
+   action that differs on an equal observation is the agent's;
+3. the whole episode, once the audit has run its own nominal episode 0
+   (:func:`check_replayed`, from the engine's ``run``): step by step against the audit's
+   (which records nominal's observations and actions), else in rewards and length. An
+   agent that draws outside the seeds only late in an episode (from step 20 on, once a
+   state is reached) is caught there, before anything is rated. Stochastic agents pass:
+   their sampling is seeded per episode (``initial_state``, the ``POLICY_STREAM``). An
+   agent whose actions change with the batch (float rounding in a batched forward pass)
+   is refused there too, with the rounding named when the actions are close floats.
 
-Cheap by design: a few dozen policy calls of one row against the audit's (scenarios + 1)
-x episodes episodes (benchmarks/bench_rollout.py: within a percent of an audit's time).
+Cost: one episode of one-row policy calls (and :data:`PREFIX_STEPS` more) beside the
+audit's (scenarios + 1) x episodes batched episodes: 0.14 s of a 1.6 s default-suite
+audit of ``examples/ppo_cartpole.zip`` on CartPole-v1 at 30 episodes
+(benchmarks/bench_replay.py), once per agent, env and seed in a process.
+What it still cannot see: randomness drawn only in later episodes (episode 1 on), on a
+branch episode 0 never takes, or that changes no action of episode 0; state an agent keeps
+from one episode to the next; and nondeterminism that shows only in another process (a
+worker, a Ray actor).
 Any other failure of the agent or env during the replay (an exception, an action outside
 the action space) stops the audit here, in the words the runner uses for it, with the
 original exception chained: an agent that raises only on its third call must not pass
@@ -28,8 +42,10 @@ for one that "did not replay" and then be audited as if nothing happened.
 >>> import numpy as np
 >>> from pytest_rlaudit.world.agents import as_policy
 >>> from pytest_rlaudit.world.envs import env_spec
->>> check_replay(as_policy(lambda obs: (obs[:, 2] > 0).astype(np.int64)),
-...              env_spec("CartPole-v1"), seed=0)
+>>> replayed = check_replay(as_policy(lambda obs: (obs[:, 2] > 0).astype(np.int64)),
+...                         env_spec("CartPole-v1"), seed=0)
+>>> replayed.steps == len(replayed.trace)
+True
 >>> check_replay(as_policy(lambda obs: np.random.randint(0, 2, len(obs))),
 ...              env_spec("CartPole-v1"), seed=0)
 Traceback (most recent call last):
@@ -51,15 +67,23 @@ from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.reuse import UNSEEDED, reset_verdict, same
 from ..world.scenarios import NOMINAL
+from .batches import EpisodeBatch
 from .checks import ActionChecker, action_refused, agent_failed, show
+from .runner import DEFAULT_MAX_STEPS
 from .slots import SlotGroup
 
-__all__ = ["check_replay", "REPLAY_STEPS"]
+__all__ = ["check_replay", "check_replayed", "Replayed", "REPLAY_STEPS", "PREFIX_STEPS"]
 
-#: Agent steps of the replayed episode (fewer if it ends first). Randomness outside the
-#: seeds shows within a few steps (an unseeded draw differs at its first use), while each
-#: step costs two policy calls of one row.
-REPLAY_STEPS = 16
+#: Agent steps of the replayed episode by default (fewer if it ends first): a whole
+#: episode, as the runner's own ``max_steps`` bounds one. An unseeded draw differs at its
+#: first use, but that use may come late (an agent that explores only once the pole
+#: leans): the first steps alone miss it. The engine passes the audit's ``max_steps``.
+REPLAY_STEPS = DEFAULT_MAX_STEPS
+
+#: Agent steps replayed a second time and compared step by step (fewer if the episode
+#: ends first): an unseeded draw at its first use within them is named at its step and
+#: blamed on the agent or the env; later ones are found by :func:`check_replayed`.
+PREFIX_STEPS = 16
 
 #: Why a broken replay matters, in every message.
 _WHY = ("Paired audits compare each scenario's episode i with the nominal episode i under "
@@ -77,11 +101,26 @@ class _Run:
     trace: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """A nominal episode as the seed-replay check ran it, whole: what the audit's own run
+    of it must repeat (:func:`check_replayed`)."""
+
+    episode: int
+    seed: int  # the env seed it was reset with
+    steps: int  # agent steps
+    trace: np.ndarray  # the env's reward at every env step
+    observations: list[Any] = field(default_factory=list, repr=False)  # batches of one row
+    actions: list[Any] = field(default_factory=list, repr=False)
+
+
 def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
-                 steps: int = REPLAY_STEPS) -> None:
+                 steps: int = REPLAY_STEPS) -> Replayed:
     """Raise :class:`~pytest_rlaudit.errors.NonReproducibleError` unless the env honours
     its reset seed and episode ``episode`` (env seed ``seed + episode``) replays, agent
-    and env together, for its first ``steps`` agent steps (see the module).
+    and env together, for its first :data:`PREFIX_STEPS` agent steps; return the episode
+    as run whole (up to ``steps`` agent steps, the audit's ``max_steps``), for
+    :func:`check_replayed` to hold the audit's run of it to. See the module.
 
     Also holds the env to its contract on the way (shape, bounds, API: an
     :class:`~pytest_rlaudit.errors.EnvContractError`), since the replay runs through the
@@ -94,7 +133,7 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
             f"seed and stepped with the same actions differ ({verdict.detail}). {_WHY} "
             f"{_ENV_FIX}")
     first = _replay(policy, env, seed, episode, steps)
-    second = _replay(policy, env, seed, episode, steps)
+    second = _replay(policy, env, seed, episode, min(steps, PREFIX_STEPS))
     if verdict.error is not None:  # a fault the replay did not meet in its own terms
         raise verdict.error
     label = f"episode {episode} of env {env.name!r} (env seed {seed + episode}), run twice"
@@ -108,12 +147,62 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
                 first.actions[t], second.actions[t]):
             raise NonReproducibleError(_agent_message(policy, label, t, first.actions[t],
                                                       second.actions[t]))
-    if first.steps != second.steps or not same(first.trace, second.trace):
+    # the second run stops at PREFIX_STEPS: up to there (or its end) they must agree
+    cut = second.steps >= PREFIX_STEPS and first.steps > second.steps
+    prefix = first.trace[:len(second.trace)] if cut else first.trace
+    if (not cut and first.steps != second.steps) or not same(prefix, second.trace):
         raise NonReproducibleError(
             f"env {env.name!r} does not replay under its seed: {label} with the same "
-            f"actions, it gave different rewards or ends (returns {float(first.trace.sum()):g} "
-            f"vs {float(second.trace.sum()):g} over {first.steps} and {second.steps} agent "
-            f"steps). {_WHY} {_ENV_FIX}")
+            f"actions, it gave different rewards or ends (returns {float(prefix.sum()):g} "
+            f"vs {float(second.trace.sum()):g} over {min(first.steps, second.steps)} and "
+            f"{second.steps} agent steps). {_WHY} {_ENV_FIX}")
+    return Replayed(episode, seed + episode, first.steps, first.trace, first.observations,
+                    first.actions)
+
+
+def check_replayed(replayed: Replayed | None, policy: Policy, env: AuditEnv,
+                   batch: EpisodeBatch) -> None:
+    """Raise :class:`~pytest_rlaudit.errors.NonReproducibleError` unless the audit's own
+    run of the replayed nominal episode (``batch``'s first, its observations and actions
+    if recorded) repeats the seed-replay check's (``replayed``; None: nothing to hold it
+    to), step by step where recorded, else in its rewards and length. Randomness outside
+    the seeds that the first :data:`PREFIX_STEPS` steps did not show shows here."""
+    if replayed is None:
+        return
+    label = (f"episode {replayed.episode} of env {env.name!r} (env seed {replayed.seed}), "
+             "run by the seed-replay check and then by the audit")
+    if batch.observations and batch.actions:
+        seen, chosen = batch.observations[0], batch.actions[0]
+        for t, (x, a) in enumerate(zip(replayed.observations, replayed.actions, strict=False)):
+            if t >= min(len(seen), len(chosen)):
+                break
+            if not same(x, _one(seen, t)):
+                raise NonReproducibleError(
+                    f"env {env.name!r} does not replay under its seed: {label}, gave "
+                    f"different observations at agent step {t}, after the same actions "
+                    f"({_short(x)} vs {_short(_one(seen, t))}). {_WHY} {_ENV_FIX}")
+            if not same(a, chosen[t]):
+                raise NonReproducibleError(_agent_message(policy, label, t, a, chosen[t]))
+    ours, steps, ret = replayed.trace, int(batch.lengths[0]), float(batch.returns[0])
+    trace = batch.traces[0] if batch.traces else None
+    if steps == replayed.steps and (same(ours, trace) if trace is not None and len(trace)
+                                    else float(ours.sum()) == ret):
+        return
+    parted = ""
+    if trace is not None and len(trace):
+        n = min(len(ours), len(trace))
+        differ = np.flatnonzero(ours[:n] != trace[:n])
+        at = int(differ[0]) if len(differ) else n
+        parted = f"; their rewards part at env step {at}"
+    raise NonReproducibleError(
+        f"agent {policy.name} on env {env.name!r} does not replay episode {replayed.episode} "
+        f"(env seed {replayed.seed}) past its first steps: the seed-replay check ran it to a "
+        f"return of {float(ours.sum()):g} over {replayed.steps} agent steps, the audit to "
+        f"{float(ret):g} over {steps}{parted} (the first {PREFIX_STEPS} steps replayed "
+        f"alike). {_WHY} Likely cause: randomness drawn outside the audit's seeds later in "
+        "the episode, by the agent (np.random.*, random.*, torch sampling without a seeded "
+        "generator, once some state is reached) or by the env. Fix for the agent: "
+        f"{_AGENT_FIX} For the env: {_ENV_FIX.removeprefix('Fix: ')}")
 
 
 _ENV_FIX = ("Fix: draw all of the env's randomness from the generator seeded in reset: call "
@@ -140,15 +229,18 @@ def _agent_message(policy: Policy, label: str, t: int, a: Any, b: Any) -> str:
         f"{_WHY} Likely cause: the agent draws randomness outside the audit's seeds "
         "(np.random.*, random.*, torch sampling without a seeded generator, a generator made "
         "without a seed), or keeps state from one episode to the next outside the policy "
-        "protocol. Fix: act deterministically (an SB3 agent's default), or sample from the "
-        "generator the audit seeds for each episode: an SB3 or CleanRL agent sampling "
-        "(deterministic=False, --rl-stochastic) already does; a Policy of your own makes "
-        "it in initial_state(seed), e.g. np.random.default_rng(seed), and draws from each "
-        "row's state in act().")
+        f"protocol. Fix: {_AGENT_FIX}")
+
+
+_AGENT_FIX = (
+    "act deterministically (an SB3 agent's default), or sample from the generator the "
+    "audit seeds for each episode: an SB3 or CleanRL agent sampling (deterministic=False, "
+    "--rl-stochastic) already does; a Policy of your own makes it in initial_state(seed), "
+    "e.g. np.random.default_rng(seed), and draws from each row's state in act().")
 
 
 def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) -> _Run:
-    """The first ``steps`` agent steps of nominal episode ``episode`` in a fresh env, one
+    """Nominal episode ``episode`` in a fresh env, up to ``steps`` agent steps, one
     policy call of one row per step, as the runner makes them."""
     run = _Run()
     group = SlotGroup(env, [NOMINAL], [episode], seed=seed, max_steps=steps, slots=1,
@@ -187,6 +279,14 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
         return run
     finally:
         group.close()
+
+
+def _one(stacked: Any, t: int) -> Any:
+    """Step ``t`` of a recorded episode's observations, as a batch of one row (as the
+    replay keeps them)."""
+    if isinstance(stacked, dict):
+        return {k: np.asarray(v[t])[None] for k, v in stacked.items()}
+    return np.asarray(stacked[t])[None]
 
 
 def _short(obs: Any) -> str:

@@ -196,6 +196,28 @@ def test_spike(rl_audit):
         "HOLD: 1 result(s) cannot be paired with the baseline"])
 
 
+def test_a_runs_baseline_against_one_agent_says_it_holds_runs_with_one_fix(tester, baseline):
+    # as --rl-agent='runs/*.zip' saves it: every run's episodes, run after run (2 x 10)
+    doc = json.loads(baseline.read_text())
+    for rec in doc["results"]:
+        rec.update(seeds=rec["seeds"] * 2, returns=rec["returns"] * 2,
+                   nominal_returns=rec["nominal_returns"] * 2, agent="runs/*.zip", runs=2,
+                   labels=["runs/a.zip", "runs/b.zip"], per_run=[rec["ratio"]] * 2,
+                   nominal_means=[500.0, 500.0], nominal_iqm=500.0)
+    baseline.write_text(json.dumps(doc))
+    result = tester.runpytest(*zero_config("robust", f"--rl-compare={baseline}",
+                                           "--rl-compare-fail", "return:5%"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "CANNOT COMPARE  rl-audit::spike: the baseline holds 2 training runs of runs/[*].zip "
+        "(10 episodes each, env seeds 0-9), this run audits one agent, robust (10 episodes "
+        "with env seeds 0-9); a runs baseline pairs only with runs: compare runs with runs: "
+        "pass --rl-agent a glob matching the baseline's runs (runs/a.zip, runs/b.zip), or "
+        "save a new baseline with --rl-save from a run of this one agent",
+        "HOLD: 2 result(s) cannot be paired with the baseline"])
+    assert "--rl-episodes" not in result.stdout.str()  # no episode count to contradict
+
+
 @pytest.mark.parametrize(("content", "match"), [
     ('{"kind": "pytest-rlaudit baseline", "schema": 1, "results": [{"nodeid"',
      "is not valid JSON*truncated*--rl-save*"),

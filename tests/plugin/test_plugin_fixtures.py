@@ -11,7 +11,7 @@ import pytest
 from audit_records import records
 from plugin_cli import CLI, text
 
-from pytest_rlaudit.rollout.replay import REPLAY_STEPS
+from pytest_rlaudit.rollout.replay import PREFIX_STEPS
 
 
 def test_rl_agent_and_rl_env_default_to_the_options(tester: pytest.Pytester):
@@ -217,8 +217,9 @@ def test_the_nominal_rollout_runs_once_per_process_across_scenarios_and_tests(
     assert d["test_a[delay]"] == d["test_b[delay]"] == d["test_a[obs_noise]"]
     first_rows = alone["deltas"]["test_b[delay]"] - d["test_b[delay]"]
     # the controller balances all 4 nominal episodes; the seed-replay check (once per
-    # process too) runs the first REPLAY_STEPS steps of one of them twice, a row a step
-    nominal_rows = first_rows - 2 * REPLAY_STEPS
+    # process too) runs the first of them whole once (500 steps) and its first
+    # PREFIX_STEPS again, a row a step
+    nominal_rows = first_rows - 500 - PREFIX_STEPS
     assert nominal_rows == 4 * 500
     assert d["test_a[jitter]"] > nominal_rows
     assert shared["rows"] == sum(d.values())

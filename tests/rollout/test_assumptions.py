@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from cartpole_agents import robust
 from gymnasium import spaces
 from toy_envs import CounterEnv
 
@@ -21,10 +22,12 @@ import pytest_rlaudit
 from pytest_rlaudit import audit, check_robust
 from pytest_rlaudit.errors import NonReproducibleError, RLAuditError
 from pytest_rlaudit.rollout import replay
-from pytest_rlaudit.rollout.replay import REPLAY_STEPS, check_replay
+from pytest_rlaudit.rollout.replay import PREFIX_STEPS, check_replay
+from pytest_rlaudit.rollout.runner import run_episodes
 from pytest_rlaudit.world.agents import BasePolicy, as_policy
 from pytest_rlaudit.world.envs import AuditEnv
 from pytest_rlaudit.world.reuse import EXACT, Verdict
+from pytest_rlaudit.world.scenarios import NOMINAL
 
 PPO_ZIP = Path(__file__).resolve().parents[2] / "examples" / "ppo_cartpole.zip"
 
@@ -209,15 +212,17 @@ def test_an_sb3_agent_sampling_with_deterministic_false_passes():
     check_replay(policy, AuditEnv("CartPole-v1", lambda: gym.make("CartPole-v1")), seed=0)
 
 
-def test_the_replay_costs_a_few_dozen_policy_calls_of_one_row():
+def test_the_replay_costs_one_episode_and_its_first_steps_of_policy_calls_of_one_row():
     calls = []
 
     def counted(obs: np.ndarray) -> np.ndarray:
         calls.append(len(obs))
         return steer(obs)
 
-    check_replay(as_policy(counted), AuditEnv("Drift", Drift), seed=0)
-    assert len(calls) == 2 * min(REPLAY_STEPS, 20) and set(calls) == {1}
+    replayed = check_replay(as_policy(counted), AuditEnv("Drift", Drift), seed=0)
+    # Drift's whole episode once, its first PREFIX_STEPS again
+    assert len(calls) == 20 + PREFIX_STEPS and set(calls) == {1}
+    assert replayed is not None and replayed.steps == 20 and len(replayed.trace) == 20
 
 
 def _torch_agents():
@@ -262,3 +267,67 @@ def test_a_torch_agent_sampling_through_its_seeded_stream_passes_and_global_nois
             NonReproducibleError, match="^agent NoisyQ does not replay"):
         torch.manual_seed(1234)
         check_replay(as_policy(noisy), cartpole, seed=0)
+
+
+class LateCoin(BasePolicy):
+    """Balances CartPole, and from agent step 20 of each episode on sometimes flips its
+    action on the stdlib's unseeded ``random``: its first steps replay, its episodes do
+    not (two audits of it gave nominal 41.0 and 41.7)."""
+
+    stateful = True
+    name = "late-coin"
+
+    def initial_state(self, seed: np.random.SeedSequence) -> list[int]:
+        return [0]  # agent steps so far in this episode
+
+    def act(self, obs: np.ndarray, states: list[Any] | None):
+        assert states is not None
+        actions = robust(obs)
+        for i, state in enumerate(states):
+            state[0] += 1
+            if state[0] > 20 and random.random() < 0.1:
+                actions[i] = 1 - actions[i]
+        return actions, states
+
+
+def test_an_agent_drawing_outside_the_seeds_only_late_in_the_episode_is_refused():
+    # the draws start past the 16 steps the replay once compared
+    with pytest.raises(NonReproducibleError) as info:
+        audit(LateCoin(), "CartPole-v1", ["jitter"], episodes=4)
+    message = str(info.value)
+    assert message.startswith("agent late-coin does not replay its own episode: on episode 0 "
+                              "of env 'CartPole-v1' (env seed 0), run by the seed-replay check "
+                              "and then by the audit, it chose")
+    step = int(message.split("for the same observation at agent step ")[1].split(".")[0])
+    assert step >= 20  # past the first PREFIX_STEPS, which replayed alike
+    assert "random.*" in message and "initial_state(seed)" in message
+
+
+
+class LateGlobalDraws(Drift):
+    """Honours its seed for 17 steps, then draws from numpy's global generator."""
+
+    def draw(self) -> float:
+        return np.random.uniform(-1, 1) if getattr(self, "t", 0) >= 17 else super().draw()
+
+
+def test_an_env_drawing_outside_its_seed_only_late_in_the_episode_is_refused():
+    with pytest.raises(NonReproducibleError) as info:
+        audit(steer, LateGlobalDraws, ["jitter"], episodes=4, reference=-100)
+    message = str(info.value)
+    assert "env 'LateGlobalDraws'" in message and "self.np_random" in message
+
+
+def test_without_recorded_steps_the_audits_episode_is_held_to_the_replays_rewards_and_length():
+    from dataclasses import replace
+
+    env = AuditEnv("Drift", Drift)
+    policy = as_policy(steer)
+    replayed = check_replay(policy, env, seed=0)
+    batch = run_episodes(policy, env, [NOMINAL], 2, seed=0)["nominal"]
+    assert not len(batch.observations[0])  # not recorded: rewards and length only
+    replay.check_replayed(replayed, policy, env, batch)  # the same episode: silent
+    other = replace(batch, returns=batch.returns + 1.0,
+                    traces=(batch.traces[0] + 0.5, *batch.traces[1:]))
+    with pytest.raises(NonReproducibleError, match="their rewards part at env step 0"):
+        replay.check_replayed(replayed, policy, env, other)

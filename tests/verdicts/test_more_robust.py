@@ -106,3 +106,19 @@ def test_bad_arguments(light, heavy):
         assert_more_robust(light, heavy, "jitter", mode="sure")
     with pytest.raises(InvalidArgumentError, match="min_probability must be"):
         assert_more_robust(light, heavy, "jitter", min_probability=1.0)
+
+
+def test_recipes_audited_under_other_scenario_parameters_are_not_compared(light):
+    # the same five runs, once under the default jitter and once under preset("severe")'s
+    # (base 3, spread 2): "more robust" would be the milder perturbation's doing (P = 1.000)
+    from pytest_rlaudit.world.scenarios import preset
+
+    (severe,) = [s for s in preset("severe") if s.name == "jitter"]
+    harsher = recipe((0.1, 0.15, 0.2, 0.25, 0.3), "light under severe jitter", scenarios=[severe])
+    for call in (probability_of_improvement, assert_more_robust):
+        with pytest.raises(InvalidArgumentError) as info:
+            call(light, harsher, "jitter")
+        message = str(info.value)
+        assert ("light ran scenario 'jitter' with {'base': 2, 'jitter': 1}, light under severe "
+                "jitter with {'base': 3, 'jitter': 2}") in message
+        assert "audit both with audit_runs under the same scenario" in message

@@ -167,7 +167,7 @@ def test_records_are_matched_by_node_id_and_nominal_is_compared_once_per_agent()
 @pytest.mark.parametrize(("change", "match"), [
     ({"seeds": list(range(1, 21))}, "the same episode seeds"),
     ({"env": "Acrobot-v1"}, "different envs"),
-    ({"scenario": "jitter"}, "audited scenario 'spike'"),
+    ({"scenario": "jitter"}, "the baseline ran scenario 'spike' with {}, this run scenario 'jitter'"),
 ])
 def test_results_that_cannot_be_paired_are_mismatches_and_hold(change, match):
     nominal, perturbed = _episodes()
@@ -176,6 +176,64 @@ def test_results_that_cannot_be_paired_are_mismatches_and_hold(change, match):
     c = compare_records(base, now, TOLERANCES)
     assert len(c.mismatches) == 1 and match in c.mismatches[0] and c.decision == "hold"
     assert not c.changes
+
+
+def test_a_baseline_of_other_scenario_parameters_is_not_paired_and_says_both_and_the_fix():
+    nominal, perturbed = _episodes()
+    base = [{**_record("t::x", "jitter", perturbed, nominal), "params": {"base": 2, "jitter": 1}}]
+    severe = [{**_record("t::x", "jitter", perturbed, nominal), "params": {"base": 3, "jitter": 2}}]
+    c = compare_records(base, severe, TOLERANCES)
+    assert not c.changes and c.decision == "hold"  # never SHIP on two perturbations
+    (mismatch,) = c.mismatches
+    assert mismatch.startswith("t::x: the baseline ran scenario 'jitter' with {'base': 2, "
+                               "'jitter': 1}, this run with {'base': 3, 'jitter': 2}; ")
+    assert "--rl-severity" in mismatch and "--rl-save" in mismatch
+
+
+def test_audits_of_other_scenario_parameters_are_not_compared_scenario_by_scenario():
+    from pytest_rlaudit import audit
+    from pytest_rlaudit.world.scenarios import preset
+
+    (severe,) = [s for s in preset("severe") if s.name == "jitter"]
+    base = audit(robust, "CartPole-v1", ["jitter", "delay"], episodes=4)
+    cand = audit(robust, "CartPole-v1", [severe, "delay"], episodes=4)
+    c = compare_audits(base, cand, TOLERANCES)
+    assert [ch.scenario for ch in c.changes if ch.metric == "ratio"] == ["delay"]
+    (mismatch,) = c.mismatches
+    assert mismatch.startswith("jitter: the baseline ran scenario 'jitter' with {'base': 2, "
+                               "'jitter': 1}, the candidate with {'base': 3, 'jitter': 2}")
+    assert c.decision == "hold" and "ship" not in c.summary()
+
+
+def _runs_record(nodeid: str, runs: int, episodes: int):
+    """A runs record (--rl-agent a glob): every run's episodes, run after run."""
+    nominal, perturbed = _episodes(n=episodes)
+    rec = _record(nodeid, "spike", np.tile(perturbed, runs), np.tile(nominal, runs),
+                  seeds=list(range(episodes)) * runs, agent="runs/*.zip")
+    return {**rec, "runs": runs, "labels": [f"runs/CartPole-v1_{i}.zip" for i in range(runs)],
+            "per_run": [0.6] * runs, "nominal_means": [500.0] * runs, "nominal_iqm": 500.0}
+
+
+def test_a_runs_baseline_against_one_agent_says_it_holds_runs_and_gives_one_fix():
+    nominal, perturbed = _episodes(n=10)
+    base = [_runs_record("rl-audit::spike", 2, 10)]
+    one = [_record("rl-audit::spike", "spike", perturbed, nominal)]
+    (mismatch,) = compare_records(base, one, TOLERANCES).mismatches
+    assert mismatch == (
+        "rl-audit::spike: the baseline holds 2 training runs of runs/*.zip (10 episodes each, "
+        "env seeds 0-9), this run audits one agent, ppo (10 episodes with env seeds 0-9); a "
+        "runs baseline pairs only with runs: compare runs with runs: pass --rl-agent a glob "
+        "matching the baseline's runs (runs/CartPole-v1_0.zip, runs/CartPole-v1_1.zip), or "
+        "save a new baseline with --rl-save from a run of this one agent")
+    assert "--rl-episodes" not in mismatch  # no episode count to contradict the options'
+    (mismatch,) = compare_records(one, base, TOLERANCES).mismatches
+    assert "a baseline of one agent pairs only with one agent" in mismatch
+    (mismatch,) = compare_records(base, [_runs_record("rl-audit::spike", 3, 10)]).mismatches
+    assert "the baseline holds 2 training runs" in mismatch and "this run holds 3" in mismatch
+    (mismatch,) = compare_records(base, [_runs_record("rl-audit::spike", 2, 8)]).mismatches
+    assert "(10 episodes each, env seeds 0-9), this run holds 2 training runs of " in mismatch
+    assert "(8 episodes each, env seeds 0-7)" in mismatch and "--rl-episodes (the episodes of each" in mismatch
+    assert not compare_records(base, [_runs_record("rl-audit::spike", 2, 10)]).mismatches
 
 
 # ---------------------------------------------------------------- baseline files
