@@ -243,7 +243,7 @@ def adaptive_sample(
 
     Measured with rounds of 10 up to 200, threshold 0.8, ``mode="point"``, 20,000 runs
     (``tests/stats/test_sequential.py``, ``benchmarks/bench_adaptive.py``): false-fail
-    0.23-0.25% at a true ratio of 0.85 and power 99.9% at 0.70, on smooth and CartPole-like
+    0.2-0.3% at a true ratio of 0.85 and power 99.9% at 0.70, on smooth and CartPole-like
     returns, with median episodes 30 at 0.70 and 50-80 at 0.85 (190 summed over the
     four), where the Bonferroni shares this replaced spent 40-50 and 140-180 (410 summed).
     On bimodal returns (``bimodal`` there) false-fail 0.73% at a collapse to 0.3 (the
