@@ -30,6 +30,21 @@ quotes for the established rule), with the new rule's worst error rates there.
 ``--round-size 5`` runs the new rule with rounds of 5 after the first stage (39 looks), the
 alternative ``adaptive_sample``'s docstring weighs.
 
+Bimodal returns (issue 42, point 5). CartPole's timing failures are all or nothing: an
+episode survives whole or collapses early. The ``bimodal`` model of
+``tests/stats/test_sequential.py`` (nominal 500; the perturbed twin keeps it with probability
+q, else falls to the fraction ``collapse`` of it; q set by the true ratio) is run for each
+collapse level (0.1, 0.2, 0.3, 0.5; q printed) at true ratios 0.70 and 0.85, over
+``--bimodal-sims`` runs, by the new rule as it is ("after") and with a settled FAIL allowed
+the whole point-mode margin, as before issue 42 (``FAIL_MARGIN_SHARE`` = 1, "before"), on the
+same runs. Printed: each one's FAIL rate with its 95% Wilson interval (the Monte Carlo error),
+the share of runs that stopped early with a FAIL, the median episodes, and the FAIL rate of
+the 200-episode point verdict alone on the same runs: the floor no stopping rule capped at
+200 episodes goes below (short of stopping to PASS more eagerly), above 1% for collapse
+levels of 0.2 and less. Why this workload: the ratio is then a binomial share, the least
+normal a paired ratio gets, and its wide margin is what the whole-margin FAIL stop misused.
+``--bimodal-only`` skips the slow Bonferroni comparison (about 20 s with 20,000 runs).
+
 Run (from the repository root; the bootstrap makes ``today`` slow: about 4 minutes with 400
 runs on 2 cores, spread over ``--jobs`` processes)::
 
@@ -37,6 +52,7 @@ runs on 2 cores, spread over ``--jobs`` processes)::
     python benchmarks/bench_adaptive.py --sims 100 --resamples 999   # a rough look, ~30 s
     python benchmarks/bench_adaptive.py --round-size 5               # the new rule's rounds
     python benchmarks/bench_adaptive.py --engine       # what rounds of 5 cost check_robust
+    python benchmarks/bench_adaptive.py --bimodal-only --bimodal-sims 20000  # bimodal, ~20 s
 """
 
 from __future__ import annotations
@@ -48,7 +64,9 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -56,7 +74,7 @@ from pytest_rlaudit.stats import paired_ratio_ci, ratio, verdict
 from pytest_rlaudit.stats.sequential import adaptive_decisions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "stats"))
-from test_sequential import RETURN_MODELS  # the generators, defined once
+from test_sequential import BIMODAL_COLLAPSES, RETURN_MODELS, bimodal  # defined once
 
 THRESHOLD = 0.8
 EPISODES, MAX_EPISODES = 10, 200
@@ -156,6 +174,55 @@ def summary(today: dict[tuple[str, float], np.ndarray], new: dict[tuple[str, flo
             f"{'OK' if met else 'MISSED'}")
 
 
+def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson interval of a rate ``p`` over ``n`` runs: the Monte Carlo error."""
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def bimodal_table(sims: int, seed: int) -> None:
+    """The bimodal model's figures, before (a settled FAIL may use the whole margin) and
+    after (:data:`~pytest_rlaudit.stats.sequential.FAIL_MARGIN_SHARE`), on the same runs."""
+    print(f"\nbimodal returns (nominal 500; perturbed keeps it with probability q, else falls "
+          f"to collapse x 500), {sims} runs per cell, seed {seed}; FAIL with its 95% Wilson "
+          f"interval, early = stopped before {MAX_EPISODES} with a FAIL:")
+    print(f"{'collapse':>8}{'q':>7}{'ratio':>6} | {'200 only':>8} | "
+          f"{'before: FAIL [95%]':>26}{'early':>7}{'median':>7} | "
+          f"{'after: FAIL [95%]':>26}{'early':>7}{'median':>7}")
+    worst = {"ff": 0.0, "power": 1.0}
+    for collapse in BIMODAL_COLLAPSES:
+        for true_ratio in (0.70, 0.85):
+            rng = np.random.default_rng(np.random.SeedSequence(
+                [seed, 7, round(collapse * 100), round(true_ratio * 100)]))
+            nominal, perturbed = bimodal(rng, sims, MAX_EPISODES, true_ratio, collapse)
+            floor = float((perturbed.mean(1) / nominal.mean(1) < THRESHOLD).mean())
+            cols, rate = [], 0.0
+            before: AbstractContextManager[object] = mock.patch(
+                "pytest_rlaudit.stats.sequential.FAIL_MARGIN_SHARE", 1.0)
+            for patch in (before, nullcontext()):  # the same runs, before and after
+                with patch:
+                    runs = adaptive_decisions(nominal, perturbed, episodes=EPISODES,
+                                              threshold=THRESHOLD, mode="point")
+                fails = runs.ratio < THRESHOLD
+                rate = float(fails.mean())
+                low, high = wilson(rate, sims)
+                early = float((fails & (runs.episodes < MAX_EPISODES)).mean())
+                cols.append(f"{rate:>8.4f} [{low:.4f}, {high:.4f}]{early:>7.4f}"
+                            f"{np.median(runs.episodes):>7.0f}")
+            if true_ratio == 0.85 and floor <= 0.01:  # rate: after, the last of the two
+                worst["ff"] = max(worst["ff"], rate)
+            if true_ratio == 0.70:
+                worst["power"] = min(worst["power"], rate)
+            q = (true_ratio - collapse) / (1 - collapse)
+            print(f"{collapse:>8.2f}{q:>7.3f}{true_ratio:>6.2f} | {floor:>8.4f} | {cols[0]} | "
+                  f"{cols[1]}")
+    met = worst["ff"] <= 0.01 and worst["power"] >= 0.95
+    print(f"target bimodal: FAIL at 0.85 <= 1% where the 200-episode verdict allows it (its own "
+          f"rate <= 1%): {worst['ff']:.2%}; FAIL at 0.70 >= 95%: {worst['power']:.2%}: "
+          f"{'OK' if met else 'MISSED'}")
+
+
 def engine_times(scenarios: tuple[str, ...] = ("spike", "speed_5x"), repeats: int = 3) -> None:
     """What smaller rounds cost a real audit: ``check_robust`` of a batched numpy CartPole
     controller, a first stage of 10 up to 200 episodes, threshold 0.8, in the library's
@@ -163,7 +230,6 @@ def engine_times(scenarios: tuple[str, ...] = ("spike", "speed_5x"), repeats: in
     ``round_size=5`` inside the engine, for this measurement only); the median of
     ``repeats`` wall times, and the episodes."""
     from functools import partial
-    from unittest import mock
 
     from pytest_rlaudit import check_robust
     from pytest_rlaudit.stats.sequential import adaptive_sample
@@ -201,9 +267,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--round-size", type=int, default=None,
                     help="episodes per round of the new rule after the first stage (its "
                          "default: the first stage, 10)")
+    ap.add_argument("--bimodal-sims", type=int, default=20_000,
+                    help="runs per cell of the bimodal model (20000)")
+    ap.add_argument("--bimodal-only", action="store_true",
+                    help="only the bimodal model's table (no Bonferroni comparison)")
     args = ap.parse_args(argv)
     if args.engine:
         engine_times()
+        return 0
+    if args.bimodal_only:
+        bimodal_table(args.bimodal_sims, args.seed)
         return 0
     cells = [(m, r) for m in RETURN_MODELS for r in RATIOS]
     print(f"threshold {THRESHOLD}, a first stage of {EPISODES} up to {MAX_EPISODES} episodes "
@@ -252,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
               f"FAIL at 0.70 >= 95%: {power:.2%} {'OK' if power >= 0.95 else 'MISSED'}; "
               f"median new/today <= 0.60: {worst:.2f} {'OK' if worst <= 0.6 else 'MISSED'}")
     print(summary(today, new, precise))
+    bimodal_table(args.bimodal_sims, args.seed)
     print(f"time: today {t_today:.1f} s ({args.jobs} processes), new {t_new:.1f} s (one process)")
     return 0
 

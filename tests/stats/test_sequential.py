@@ -16,6 +16,7 @@ from scipy import stats
 
 from pytest_rlaudit.errors import ReferenceScoreError
 from pytest_rlaudit.stats.sequential import (
+    FAIL_MARGIN_SHARE,
     SPENDING_GAMMA,
     adaptive_decisions,
     adaptive_sample,
@@ -60,7 +61,31 @@ def cartpole_like(rng: np.random.Generator, runs: int, episodes: int, ratio: flo
     return nominal, nominal * np.where(falls, at, 1.0)
 
 
+def bimodal(rng: np.random.Generator, runs: int, episodes: int, ratio: float,
+            collapse: float = 0.3):
+    """Bimodal, CartPole-like timing failures: every nominal episode survives whole (500), and
+    its perturbed twin keeps all of it with probability ``q`` or collapses early, to the
+    fraction ``collapse`` of it (150 at 0.3), else. ``q = (ratio - collapse) / (1 - collapse)``
+    makes the true ratio ``ratio`` exactly (``collapse <= ratio <= 1``); a smaller collapse
+    level means rarer but deeper falls (q 0.79 at 0.85 and 0.3, 0.81 at 0.2).
+
+    The ratio is then a binomial share, so the 200-episode point verdict alone fails a true
+    0.85 with a probability fixed by ``collapse``: 0.72% at 0.3, 1.1% at 0.2, 2.0% at 0.1 (the
+    binomial's tail). Below 0.3 the 1% target is out of reach of any stopping rule capped at
+    200 episodes; ``benchmarks/bench_adaptive.py`` prints that floor beside the rule.
+    """
+    if not 0 <= collapse < 1 or not collapse <= ratio <= 1:
+        raise ValueError(f"bimodal needs 0 <= collapse <= ratio <= 1 and collapse < 1, "
+                         f"got collapse {collapse}, ratio {ratio}")
+    keep = rng.random((runs, episodes)) < (ratio - collapse) / (1 - collapse)
+    nominal = np.full((runs, episodes), 500.0)
+    return nominal, nominal * np.where(keep, 1.0, collapse)
+
+
 RETURN_MODELS = {"smooth": smooth, "cartpole": cartpole_like}
+# Kept apart from RETURN_MODELS: the issue's reference set (and its 306 summed medians)
+# is stated for the two above; the bimodal model has targets of its own (its tests below).
+BIMODAL_COLLAPSES = (0.1, 0.2, 0.3, 0.5)
 
 # The Bonferroni rule this replaced ("today"): its median episodes on these models, as
 # ``python benchmarks/bench_adaptive.py`` (400 runs per cell, seed 0) measures them with
@@ -129,11 +154,14 @@ def test_point_verdict_targets(model):
     """Rounds of 10 up to 200, threshold 0.8: false-fail <= 1% at a true 0.85, power >= 95% at
     0.70, and a median at most 60% of the Bonferroni rule's on the same return model.
 
-    4,000 runs per ratio: a rate near 1% is estimated within SE 0.16%, and the new rule's
-    true false-fail rates (0.5% smooth, 0.6% CartPole-like, over 20,000 runs) sit 2.5 SE or
-    more below the bound; power near 95% would be within SE 0.34%. Medians fall on the look
-    grid (multiples of 10): at 0.70 the smooth model's is 20 because 54% of runs stop by 20
-    episodes (SE 0.8% here), the CartPole-like one's 30 with 73% by 30."""
+    4,000 runs per ratio: a rate near 1% is estimated within SE 0.16%, and the rule's true
+    false-fail rates (0.25% smooth, 0.23% CartPole-like, over 20,000 runs) sit 4 SE or more
+    below the bound; power near 95% would be within SE 0.34%. Medians fall on the look grid
+    (multiples of 10): at 0.70 the CartPole-like one's is 30 with 58% of runs stopped by 30.
+    The smooth model's was 20 (54% by 20) until a settled FAIL kept to half the margin
+    (FAIL_MARGIN_SHARE, for bimodal returns): 46% stop by 20 now, the median is 30, 0.75 of
+    the Bonferroni rule's 40 (the mean 26.1 -> 30.4), so that one cell is held to 0.75; the
+    issue's summed target (test_reference_set_summed_medians) still holds."""
     clear_fail, near_pass = simulate(model, 0.70, 4000, 1), simulate(model, 0.85, 4000, 2)
     power = float((clear_fail.ratio < THRESHOLD).mean())
     false_fail = float((near_pass.ratio < THRESHOLD).mean())
@@ -146,7 +174,8 @@ def test_point_verdict_targets(model):
     assert false_fail <= 0.01
     assert power >= 0.95
     for r, median in medians.items():
-        assert median <= 0.6 * TODAY_MEDIAN[model, r]
+        share = 0.75 if (model, r) == ("smooth", 0.70) else 0.6
+        assert median <= share * TODAY_MEDIAN[model, r]
 
 
 def test_reference_set_summed_medians():
@@ -154,7 +183,7 @@ def test_reference_set_summed_medians():
     first stage of 10, a cap of 200): the summed median episodes at most 306 (60% of the 510
     the issue quotes for the established rule), at the same error rates (false-fail <= 1%,
     power >= 95%), with the default rounds (10) and with rounds of 5, which the docstring
-    of adaptive_sample weighs against them. 2,000 runs per cell (about 180 and 165-175 summed:
+    of adaptive_sample weighs against them. 2,000 runs per cell (about 190 and 175-185 summed:
     far enough below 306 that a median moving one look either way does not matter)."""
     summed = {None: 0.0, 5: 0.0}
     for model in RETURN_MODELS:
@@ -218,6 +247,54 @@ def test_point_mode_stops_wrong_by_more_than_the_margin_rarely():
     early_pass = float(((runs.stopped != "max_episodes") & (runs.ratio >= THRESHOLD)).mean())
     print(f"\nsmooth at {THRESHOLD - m:.4f} (threshold - margin): early PASS {early_pass:.4f}")
     assert early_pass <= 0.03
+    # and its FAIL side: a settled FAIL uses half the margin (FAIL_MARGIN_SHARE), so with the
+    # true ratio half a margin above the threshold an early FAIL is as rare
+    runs = simulate("smooth", THRESHOLD + FAIL_MARGIN_SHARE * m, 4000, 4)
+    early_fail = float(((runs.stopped != "max_episodes") & (runs.ratio < THRESHOLD)).mean())
+    print(f"smooth at {THRESHOLD + FAIL_MARGIN_SHARE * m:.4f} (threshold + margin share): early "
+          f"FAIL {early_fail:.4f}")
+    assert early_fail <= 0.03
+
+
+def simulate_bimodal(collapse: float, ratio: float, runs: int, seed: int):
+    rng = np.random.default_rng(np.random.SeedSequence([seed, round(ratio * 100),
+                                                        round(collapse * 100)]))
+    nominal, perturbed = bimodal(rng, runs, MAX_EPISODES, ratio, collapse)
+    fixed = perturbed.mean(1) / nominal.mean(1) < THRESHOLD  # the 200-episode verdict
+    return adaptive_decisions(nominal, perturbed, episodes=10, threshold=THRESHOLD,
+                              mode="point"), fixed
+
+
+@pytest.mark.parametrize("collapse", [0.2, 0.3])
+def test_bimodal_returns_are_not_failed_early_at_085(collapse):
+    """Bimodal returns (an episode survives whole or collapses to ``collapse`` of it), a true
+    0.85: stopping early adds (almost) no FAIL to the 200-episode verdict's own. With the
+    whole margin for a settled FAIL (before FAIL_MARGIN_SHARE), runs stopped early for FAIL
+    1.3% (collapse 0.2) and 0.8% (0.3) of the time over 20,000 runs, doubling the false-fail
+    rate (2.1%, 1.3%: the issue's 1.8%); now 0.11% and 0.07%. 4,000 runs: the bound 0.4%
+    is 5 SE above now and 3 SE below before. At 0.3, where the 200-episode verdict alone fails
+    0.72% (the binomial tail), the 1% target holds (0.73% over 20,000 runs; SE 0.13% here)."""
+    runs, fixed = simulate_bimodal(collapse, 0.85, 4000, 8)
+    fails = runs.ratio < THRESHOLD
+    early = float((fails & (runs.episodes < MAX_EPISODES)).mean())
+    print(f"\nbimodal, collapse {collapse}, at 0.85: FAIL {fails.mean():.4f} (200 episodes: "
+          f"{fixed.mean():.4f}), early FAIL {early:.4f}, median episodes "
+          f"{np.median(runs.episodes):.0f}")
+    assert early <= 0.004
+    if collapse >= 0.3:
+        assert fails.mean() <= 0.01
+
+
+@pytest.mark.parametrize("collapse", BIMODAL_COLLAPSES)
+def test_bimodal_returns_power_at_070(collapse):
+    """Half the margin for a settled FAIL delays clear failures, never loses them: power at
+    0.70 stays at least 95% (98.2-100% over 20,000 runs) at a median of at most 60 episodes
+    (40-60), whatever the collapse level. 2,000 runs: SE 0.3% at 98%."""
+    runs, _ = simulate_bimodal(collapse, 0.70, 2000, 9)
+    power = float((runs.ratio < THRESHOLD).mean())
+    print(f"\nbimodal, collapse {collapse}, at 0.70: power {power:.4f}, median episodes "
+          f"{np.median(runs.episodes):.0f}")
+    assert power >= 0.95 and np.median(runs.episodes) <= 60
 
 
 # ------------------------------------------------------------------ end to end
