@@ -159,6 +159,8 @@ def scenario_marker(marker: pytest.Mark) -> list[Any]:
             out.append(scenario.with_params(**marker.kwargs) if marker.kwargs else scenario)
         except (UnknownScenarioError, PerturbationError, TypeError) as exc:
             raise MarkerError(f"@pytest.mark.rl_scenario: {exc}") from None
+        if out[-1].noop is not None:  # it would pass measuring nothing
+            raise MarkerError(f"@pytest.mark.rl_scenario: {registry.noop_message(out[-1])}")
     try:
         return list(registry.check_unique(out))
     except InvalidArgumentError as exc:  # two items with one id would audit it twice

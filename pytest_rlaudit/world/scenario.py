@@ -21,6 +21,7 @@ import gymnasium as gym
 
 from ..errors import PerturbationError
 from . import perturbations as P
+from .perturbations.base import check_params, noop_params
 from .schedules import Schedule
 
 __all__ = ["Scenario", "Category", "CATEGORIES"]
@@ -112,6 +113,23 @@ class Scenario:
                 f"scenario {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
                 f"its parameters are: {', '.join(allowed) or 'none'}"
             )
+        # every value in its range now, where the scenario is built (a marker at
+        # collection, with_params in a script), not when its env is first wrapped
+        check_params(f"scenario {self.name!r}", self.perturbation, params)
+
+    @property
+    def noop(self) -> dict[str, Any] | None:
+        """The parameters that make this scenario leave the env as it is (``delay`` with
+        ``steps=0``), or None: such a scenario measures nothing and would pass as the
+        nominal does (markers refuse it; ``audit()`` warns).
+
+        >>> from pytest_rlaudit.world.scenarios import get
+        >>> get("delay").with_params(steps=0).noop, get("delay").noop
+        ({'steps': 0}, None)
+        """
+        if self.perturbation is None:
+            return None
+        return noop_params(self.perturbation, self.params)
 
     def with_params(self, **params: Any) -> Scenario:
         """A copy with some parameters overridden (unknown names are an error)."""

@@ -21,12 +21,18 @@ it) still work.
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import gymnasium as gym
 
-from ..errors import InvalidArgumentError, PerturbationError, UnknownScenarioError
+from ..errors import (
+    InvalidArgumentError,
+    NoOpScenarioWarning,
+    PerturbationError,
+    UnknownScenarioError,
+)
 from . import perturbations as P
 from .scenario import Category, Scenario
 from .schedules import Schedule
@@ -48,6 +54,7 @@ __all__ = [
     "check_applicable",
     "preset",
     "SEVERITIES",
+    "noop_message",
 ]
 
 
@@ -94,6 +101,24 @@ def get(name: str) -> Scenario:
 ScenarioLike = str | Scenario | Schedule
 
 
+def noop_message(scenario: Scenario) -> str:
+    """Why ``scenario`` (whose :attr:`~Scenario.noop` is set) measures nothing, and what
+    to give instead: its registered value where it has one.
+
+    >>> print(noop_message(get("delay").with_params(steps=0)))  # doctest: +NORMALIZE_WHITESPACE
+    scenario 'delay' with steps=0 leaves the env unperturbed, so it would pass as the
+    nominal does: give steps a value that perturbs (default: steps=1)
+    """
+    values = scenario.noop or {}
+    given = ", ".join(f"{k}={v!r}" for k, v in values.items())
+    known = _REGISTRY.get(scenario.name)
+    defaults = [f"{k}={known.params[k]!r}" for k in values
+                if known is not None and k in known.params and known.params[k] != values[k]]
+    hint = f" (default: {', '.join(defaults)})" if defaults else ""
+    return (f"scenario {scenario.name!r} with {given} leaves the env unperturbed, so it would "
+            f"pass as the nominal does: give {' or '.join(values)} a value that perturbs{hint}")
+
+
 def as_scenario(item: ScenarioLike) -> Scenario:
     """A scenario name, Scenario or Schedule as a Scenario (a Schedule is named
     ``"schedule"``; see :meth:`Schedule.as_scenario`).
@@ -102,6 +127,8 @@ def as_scenario(item: ScenarioLike) -> Scenario:
     'Scheduled'
     """
     if isinstance(item, Scenario):
+        if item.noop is not None:
+            warnings.warn(NoOpScenarioWarning(noop_message(item)), stacklevel=3)
         return item
     if isinstance(item, Schedule):
         return Scenario.from_schedule(item)
