@@ -12,7 +12,7 @@ Scenario('slow', stress, Speed(k=3))
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -95,8 +95,16 @@ class Scenario:
             object.__setattr__(self, "timeline", self.perturbation.timeline)
 
     def _check_params(self, params: Mapping[str, Any]) -> None:
+        self.check_names(params)
+        # every value in its range now, where the scenario is built (a marker at
+        # collection, with_params in a script), not when its env is first wrapped
+        check_params(f"scenario {self.name!r}", self.perturbation, params)
+
+    def check_names(self, names: Iterable[str]) -> None:
+        """A PerturbationError if this scenario has no parameter of one of ``names``."""
+        names = list(names)
         if self.perturbation is None:
-            if params:
+            if names:
                 raise PerturbationError(f"scenario {self.name!r} takes no parameters")
             return
         try:
@@ -107,15 +115,12 @@ class Scenario:
         allowed = [n for n in list(signature.parameters)[1:]
                    if signature.parameters[n].kind not in (inspect.Parameter.VAR_POSITIONAL,
                                                            inspect.Parameter.VAR_KEYWORD)]
-        unknown = [n for n in params if n not in allowed]
+        unknown = [n for n in names if n not in allowed]
         if unknown and not accepts_any:
             raise PerturbationError(
                 f"scenario {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
                 f"its parameters are: {', '.join(allowed) or 'none'}"
             )
-        # every value in its range now, where the scenario is built (a marker at
-        # collection, with_params in a script), not when its env is first wrapped
-        check_params(f"scenario {self.name!r}", self.perturbation, params)
 
     @property
     def noop(self) -> dict[str, Any] | None:
