@@ -93,8 +93,8 @@ class Jitter(_VariableRepeat):
     NOOP = ({"base": 1, "jitter": 0},)
 
     def __init__(self, env: gym.Env, base: int = 2, jitter: int = 1) -> None:
-        self.base = self._argument("base", base)
-        self.jitter = self._argument("jitter", jitter)
+        self.base: int = self._argument("base", base)
+        self.jitter: int = self._argument("jitter", jitter)
         super().__init__(env, base=self.base, jitter=self.jitter)
 
     def _next_k(self) -> int:
