@@ -22,7 +22,8 @@ __all__ = ["MARKERS", "MarkerError", "threshold_marker", "episodes_marker", "sce
 MARKERS = (
     "rl_audit: an RL robustness audit test; runs only with --rl-audit.",
     "rl_scenario(*names, **params): run the test once per named perturbation scenario "
-    "(ids are the scenario names); params override the scenarios' defaults.",
+    "(ids are the scenario names); params override the scenarios' defaults, checked at "
+    "collection (out of range, or perturbing nothing: a collection error).",
     "rl_threshold(min_ratio=None, min_rating=None, mode='point'): the pass condition of "
     "the scenario's return ratio; mode is point, confident or not_worse.",
     "rl_episodes(n, max_n=None, target_ci_width=None): paired episodes per scenario, "
