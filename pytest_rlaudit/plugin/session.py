@@ -114,6 +114,9 @@ class AuditSession:
         self.audits.check_env()  # an unknown --rl-env: a usage error before any rollout
         if audit_items or not (self.settings.agent and self.settings.env):
             return
+        if any(f in getattr(item, "fixturenames", ()) for item in items
+               for f in ("rl_agent", "rl_env")):
+            return  # tests of the repo's own take the agent (--rl-agent turned auditing on)
         # Zero-config: an agent and an env and no audit test of the repo's own.
         self.default_scenarios()  # a bad --rl-scenarios is a usage error, not a collection error
         collector = ScenarioCollector.from_parent(session, name="rl-audit",

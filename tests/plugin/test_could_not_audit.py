@@ -1,16 +1,18 @@
 """Could-not-audit is not not-robust (issue 42, point 3): a missing agent file, an unknown
 env id, an agent for another env's spaces are usage or collection errors (pytest's ERROR,
 exit 4 or 2), never failed robustness tests (exit 1); forgetting --rl-audit never passes a
-gate: --rl-agent turns auditing on, --rl-save / --rl-report / --rl-videos are refused
-without it, and the audit tests skipped for want of it are counted in one line."""
+gate: --rl-agent, --rl-save, --rl-report and --rl-videos on the command line turn auditing
+on, and the audit tests skipped for want of it are counted in one line."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+from inner_runs import without_figures
 
 # An unknown env id makes the plugin look for it among ALE's (Atari) ids, importing ale_py
 # in the inner run; pytester drops what an inner run imported, and importing that C
@@ -122,19 +124,42 @@ def test_rl_agent_in_the_ini_file_does_not(here: pytest.Pytester):
     assert result.ret == pytest.ExitCode.OK
 
 
-@pytest.mark.parametrize("args, named", [
-    (("--rl-save=baseline.json",), "--rl-save keeps"),
-    (("--rl-report=out",), "--rl-report keeps"),
-    (("--rl-report=out", "--rl-videos"), "--rl-report and --rl-videos keep"),
-])
-def test_a_destination_without_auditing_is_refused_with_the_fix(
-        here: pytest.Pytester, args: tuple[str, ...], named: str):
+def test_a_test_taking_rl_agent_runs_alone_when_rl_agent_turns_auditing_on(
+        here: pytest.Pytester):
+    here.makepyfile(test_fixtures="""
+def test_fixtures(rl_agent, rl_env):
+    assert rl_agent.name == "robust"
+""")
+    result = here.runpytest("--rl-agent=agents:robust", "--rl-env=CartPole-v1")
+    result.assert_outcomes(passed=1)  # no zero-config items beside the repo's own test
+
+
+@pytest.mark.parametrize("args", [("--rl-save=baseline.json",), ("--rl-report=out",),
+                                  ("--rl-report=out", "--rl-videos")])
+def test_a_destination_on_the_command_line_turns_auditing_on(
+        here: pytest.Pytester, args: tuple[str, ...]):
+    here.makeconftest("""
+import pytest
+import agents
+
+@pytest.fixture(scope="session")
+def rl_agent():
+    return agents.robust
+
+@pytest.fixture(scope="session")
+def rl_env():
+    return agents.cartpole
+""")
     here.makepyfile(test_audit=AUDIT_TEST)
-    result = here.runpytest(*args)
-    assert result.ret == USAGE
-    assert (f"{named} the results of audits, and auditing is off, so nothing would be kept: "
-            "add --rl-audit (or rl_audit = true in the ini file)") in _text(result)
-    assert not (here.path / "baseline.json").exists()
+    with without_figures():  # no assertion reads them
+        result = here.runpytest(*args, "--rl-episodes=2")
+    result.assert_outcomes(passed=3)  # the audits ran, not skipped
+    assert not [line for line in result.outlines if line.startswith("rl audit:")]
+    if "--rl-save=baseline.json" in args:
+        saved = json.loads((here.path / "baseline.json").read_text())
+        assert sorted(r["scenario"] for r in saved["results"]) == ["delay", "jitter"]
+    else:
+        assert (here.path / "out" / "summary.json").is_file()
 
 
 def test_skipped_audit_tests_are_counted_in_one_line(here: pytest.Pytester):

@@ -84,7 +84,7 @@ def test_rl_report_is_written_when_every_audit_errors_and_lists_why(tester: pyte
 
 def test_rl_report_without_rl_audit_writes_an_empty_summary_that_says_why(
         tester: pytest.Pytester):
-    # from the ini file (on the command line it is refused: test_could_not_audit.py)
+    # from the ini file (on the command line it turns auditing on: test_could_not_audit.py)
     tester.makeini("[pytest]\nrl_report = out\n")
     tester.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = tester.runpytest()
