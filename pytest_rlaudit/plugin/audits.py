@@ -69,20 +69,22 @@ class ItemAudits:
         except AgentNotFoundError as exc:
             raise pytest.UsageError(f"--rl-agent: {exc}") from None
 
-    def check_env(self) -> None:
-        """--rl-env an id gymnasium does not know: a usage error before any rollout. At
-        collection, once the repo's conftests and test modules have registered their ids;
-        another error making it is left to the tests that use it, which report it."""
+    def env_problem(self) -> str | None:
+        """Why --rl-env cannot be made (an id gymnasium does not know, a missing
+        dependency), or None. Asked at collection, once the repo's conftests and test
+        modules have registered their ids; another error making the env is left to the
+        tests that use it, which report it."""
         if not self.settings.env or self._default_env is not None:
-            return
+            return None
         from ..errors import UnknownEnvError
 
         try:
             self.default_env()
         except UnknownEnvError as exc:
-            raise pytest.UsageError(f"--rl-env: {exc}") from None
+            return f"--rl-env: {exc}"
         except Exception:  # raised again, with its test, where the env is used
-            return
+            return None
+        return None
 
     def default_env(self) -> Any:
         """--rl-env as an AuditEnv (what an agent needs of it is applied when it is run)."""

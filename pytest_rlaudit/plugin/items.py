@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ScenarioItem", "ScenarioCollector", "is_rl_item", "is_hypothesis_test", "is_ours",
-           "plain_crash_line", "could_not_audit"]
+__all__ = ["ScenarioItem", "ScenarioCollector", "ErrorCollector", "is_rl_item",
+           "is_hypothesis_test", "is_ours", "plain_crash_line", "could_not_audit"]
 
 _RL_MARKERS = ("rl_audit", "rl_scenario", "rl_threshold", "rl_episodes", "rl_tolerance")
 _RL_FIXTURES = ("rl_audit", "rl_scenario")
@@ -79,6 +79,18 @@ class ScenarioItem(pytest.Item):
         # folder it runs in, not from the rootdir)
         return (self.config.rootpath / self.nodeid.split("::")[0], None,
                 f"rl-audit: {self.scenario.name}")
+
+
+class ErrorCollector(pytest.Collector):
+    """A collection error of the run's options (an unknown --rl-env): reported as pytest
+    reports a module that does not import, by the worker that found it under xdist."""
+
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def collect(self) -> list[pytest.Item]:
+        raise self.CollectError(self.message)
 
 
 class ScenarioCollector(pytest.Collector):

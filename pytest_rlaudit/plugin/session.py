@@ -22,6 +22,7 @@ from .._capture import capture_checks
 from . import fixtures, junit
 from .audits import RECORD_KEY, SAME_AS_KEY, ItemAudits
 from .items import (
+    ErrorCollector,
     ScenarioCollector,
     could_not_audit,
     is_hypothesis_test,
@@ -111,7 +112,11 @@ class AuditSession:
             for item in audit_items:
                 item.add_marker(skip)
             return
-        self.audits.check_env()  # an unknown --rl-env: a usage error before any rollout
+        problem = self.audits.env_problem()
+        if problem is not None:  # a collection error before any rollout (xdist workers too)
+            items.extend(session.genitems(ErrorCollector.from_parent(
+                session, name="rl-audit", nodeid=audit_nodeid(self.config), message=problem)))
+            return
         if audit_items or not (self.settings.agent and self.settings.env):
             return
         if any(f in getattr(item, "fixturenames", ()) for item in items
@@ -216,6 +221,17 @@ class AuditSession:
         if problems:
             report.rl_report_errors = problems
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector):
+        outcome = yield
+        report = outcome.get_result()
+        if report.failed and isinstance(collector, (ScenarioCollector, ErrorCollector)):
+            report.rl_could_not = True  # rides to the controller under xdist
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if getattr(report, "rl_could_not", False):
+            self.could_not.append(report.nodeid)
+
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.outcome == "rerun":  # pytest-rerunfailures: only the last attempt counts
@@ -299,7 +315,8 @@ class AuditSession:
         if is_worker(self.config):
             return
         if self.could_not and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
-            # could not audit: a configuration to fix, not a robustness finding
+            # could not audit: a configuration to fix, not a robustness finding (a test's
+            # ERROR; under xdist, a worker's collection error too)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
         gate: BaselineGate | None = self.config.pluginmanager.get_plugin("rlaudit-baselines")
         assert gate is not None  # registered beside the session

@@ -65,18 +65,30 @@ def test_a_missing_agent_folder_says_which_folder_is_missing(here: pytest.Pytest
     assert f"its folder '{here.path / 'models'}' does not exist either" in _text(result)
 
 
-def test_an_unknown_env_id_is_a_usage_error_with_close_ids(here: pytest.Pytester):
+def test_an_unknown_env_id_is_a_collection_error_with_close_ids(here: pytest.Pytester):
     result = here.runpytest("--rl-audit", "--rl-agent=agents:robust", "--rl-env=CartPol-v1")
-    assert result.ret == USAGE
-    text = _text(result)
-    assert "--rl-env: unknown Gymnasium environment id 'CartPol-v1'. Did you mean 'CartPole-v1'" in text
-    assert " failed" not in text
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([
+        "*ERROR collecting rl-audit*",
+        "--rl-env: unknown Gymnasium environment id 'CartPol-v1'. Did you mean 'CartPole-v1'*"])
+    assert " failed" not in _text(result)
 
 
-def test_an_unknown_env_id_of_a_test_of_the_repo_is_a_usage_error_too(here: pytest.Pytester):
+def test_an_unknown_env_id_of_a_test_of_the_repo_is_a_collection_error_too(
+        here: pytest.Pytester):
     here.makepyfile(test_audit=AUDIT_TEST)
     result = here.runpytest("--rl-audit", "--rl-agent=agents:robust", "--rl-env=CartPol-v1")
-    assert result.ret == USAGE
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.assert_outcomes(errors=1)  # the audits did not run
+
+
+def test_an_unknown_env_id_is_reported_by_xdist_workers(here: pytest.Pytester):
+    pytest.importorskip("xdist")
+    result = here.runpytest("-n", "1", "--rl-audit", "--rl-agent=agents:robust",
+                            "--rl-env=CartPol-v1")
+    assert result.ret == USAGE  # not "no tests ran" (exit 5) with no word, as it was
+    result.stdout.fnmatch_lines(["*ERROR collecting rl-audit*",
+                                 "*--rl-env: unknown Gymnasium environment id 'CartPol-v1'*"])
 
 
 def test_an_agent_for_other_spaces_is_a_collection_error(here: pytest.Pytester):
