@@ -44,6 +44,14 @@ def here(tester: pytest.Pytester) -> pytest.Pytester:
     return tester
 
 
+@pytest.fixture(scope="module")
+def sb3() -> None:
+    """stable-baselines3 (and torch) imported before pytester's snapshot of sys.modules:
+    imported in a test, pytester would drop them after it, and torch cannot be imported
+    twice in one process."""
+    pytest.importorskip("stable_baselines3")
+
+
 def _text(result: pytest.RunResult) -> str:
     return "\n".join(result.outlines + result.errlines)
 
@@ -91,8 +99,7 @@ def test_an_unknown_env_id_is_reported_by_xdist_workers(here: pytest.Pytester):
                                  "*--rl-env: unknown Gymnasium environment id 'CartPol-v1'*"])
 
 
-def test_an_agent_for_other_spaces_is_a_collection_error(here: pytest.Pytester):
-    pytest.importorskip("stable_baselines3")
+def test_an_agent_for_other_spaces_is_a_collection_error(sb3: None, here: pytest.Pytester):
     shutil.copy(EXAMPLES / "ppo_cartpole.zip", here.path / "ppo.zip")
     result = here.runpytest("--rl-audit", "--rl-agent=ppo.zip", "--rl-env=MountainCar-v0",
                             "--rl-episodes=2")
@@ -101,6 +108,23 @@ def test_an_agent_for_other_spaces_is_a_collection_error(here: pytest.Pytester):
                                  "*--rl-agent ppo.zip on --rl-env MountainCar-v0: *is this the "
                                  "env it was trained on?*"])
     assert " failed" not in _text(result)
+
+
+def test_a_model_for_other_spaces_found_at_the_first_episode_is_an_error(
+        sb3: None, here: pytest.Pytester):
+    here.makepyfile(test_mine=f"""
+import pytest
+from stable_baselines3 import PPO
+
+@pytest.mark.rl_scenario("jitter")
+def test_audit(rl_audit):
+    rl_audit(agent=PPO.load({str(EXAMPLES / "ppo_cartpole.zip")!r}), env="MountainCar-v0")
+""")
+    result = here.runpytest("--rl-audit", "--rl-episodes=2")
+    result.assert_outcomes(errors=1)
+    assert result.ret == USAGE
+    result.stdout.fnmatch_lines(["ERROR test_mine.py::test_audit[[]jitter[]] - agent PPO*"])
+    assert "agent PPO expects observations Box(4,) but the env gives Box(2,)" in _text(result)
 
 
 def test_a_test_whose_agent_is_missing_is_an_error_not_a_failure(here: pytest.Pytester):
