@@ -25,7 +25,6 @@ __all__ = [
     "RolloutTimeoutError",
     "RolloutCapWarning",
     "AgentWarning",
-    "NoOpScenarioWarning",
     "MisloadedAgentError",
     "NonReproducibleError",
     "EnvContractError",
@@ -147,11 +146,6 @@ class RolloutCapWarning(RuntimeWarning):
 class AgentWarning(UserWarning):
     """Something about the agent worth a look that does not stop the audit: an env other
     than the one it was trained on, a saved setting that could not be applied."""
-
-
-class NoOpScenarioWarning(UserWarning):
-    """A scenario whose parameters leave the env unperturbed (``delay`` with ``steps=0``):
-    it measures nothing and would pass as the nominal does. Markers refuse it."""
 
 
 class RepeatedError(RLAuditError):

@@ -20,12 +20,10 @@ spike: tolerates k 3, breaks at 5
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._format import fixed, interval
-from ..errors import NoOpScenarioWarning
 from ..stats.ratings import check_threshold
 from ..world import scenarios as registry
 from ..world.envs import EnvLike
@@ -176,9 +174,7 @@ def tolerance_curve(agent: Any, env: EnvLike, scenario: ScenarioLike, settings: 
         chosen, name=point_name(chosen.name, steps.param, v, steps.default),
         params={**chosen.params, steps.param: v},
         description=f"{chosen.name} with {steps.param}={value_text(v)}") for v in steps.values]
-    with warnings.catch_warnings():  # a ladder's value that perturbs nothing is meant
-        warnings.simplefilter("ignore", NoOpScenarioWarning)
-        result = run_audit(agent, env, points, settings)
+    result = run_audit(agent, env, points, settings)
     curve = []
     for v, p in zip(steps.values, points, strict=True):
         r = result[p.name]

@@ -126,7 +126,8 @@ class Scenario:
     def noop(self) -> dict[str, Any] | None:
         """The parameters that make this scenario leave the env as it is (``delay`` with
         ``steps=0``), or None: such a scenario measures nothing and would pass as the
-        nominal does (markers refuse it; ``audit()`` warns).
+        nominal does. Markers refuse it; the API takes it, since tolerance ladders and
+        hypothesis strategies start from the unperturbed value on purpose.
 
         >>> from pytest_rlaudit.world.scenarios import get
         >>> get("delay").with_params(steps=0).noop, get("delay").noop

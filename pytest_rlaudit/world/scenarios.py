@@ -21,18 +21,12 @@ it) still work.
 from __future__ import annotations
 
 import difflib
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import gymnasium as gym
 
-from ..errors import (
-    InvalidArgumentError,
-    NoOpScenarioWarning,
-    PerturbationError,
-    UnknownScenarioError,
-)
+from ..errors import InvalidArgumentError, PerturbationError, UnknownScenarioError
 from . import perturbations as P
 from .scenario import Category, Scenario
 from .schedules import Schedule
@@ -127,8 +121,6 @@ def as_scenario(item: ScenarioLike) -> Scenario:
     'Scheduled'
     """
     if isinstance(item, Scenario):
-        if item.noop is not None:
-            warnings.warn(NoOpScenarioWarning(noop_message(item)), stacklevel=3)
         return item
     if isinstance(item, Schedule):
         return Scenario.from_schedule(item)
