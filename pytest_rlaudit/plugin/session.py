@@ -53,7 +53,7 @@ class AuditSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        # --rl-agent on the command line turns auditing on; --rl-save without it is refused
+        # --rl-agent, --rl-save, --rl-report, --rl-videos on the command line: auditing on
         self.settings = switch(config, Settings.read(config))
         self.enabled = bool(self.settings.audit)
         runs: list[str] = []
