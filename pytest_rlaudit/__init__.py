@@ -52,7 +52,8 @@ _EXPORTS = {
 _ERRORS = ("InvalidArgumentError", "UnknownEnvError", "UnknownScenarioError",
            "PerturbationError", "PolicyError", "ReferenceScoreError", "BaselineError",
            "RolloutError", "RolloutTimeoutError", "RolloutCapWarning", "MisloadedAgentError",
-           "AgentWarning", "NonReproducibleError", "EnvContractError", "RepeatedError")
+           "AgentWarning", "NonReproducibleError", "EnvContractError", "RepeatedError",
+           "CouldNotAuditError", "AgentNotFoundError", "SpacesMismatchError")
 # The public modules: facades at the top (scenarios, perturbations, strategies) and the
 # layer packages (DESIGN.md section 2).
 _SUBMODULES = ("scenarios", "perturbations", "strategies", "stats", "errors", "world", "rollout",

@@ -11,6 +11,9 @@ from typing import Any
 
 __all__ = [
     "RLAuditError",
+    "CouldNotAuditError",
+    "AgentNotFoundError",
+    "SpacesMismatchError",
     "InvalidArgumentError",
     "UnknownEnvError",
     "UnknownScenarioError",
@@ -34,13 +37,20 @@ class RLAuditError(Exception):
     """Base class of every pytest-rlaudit error."""
 
 
+class CouldNotAuditError(RLAuditError):
+    """The audit could not run at all: its agent file is missing, its env id unknown, or
+    the agent was made for another env's spaces. A configuration error, not a finding
+    about robustness: the plugin reports it as a usage or collection error (pytest's
+    ERROR, exit 4 or 2), never as a failed robustness test (exit 1)."""
+
+
 class InvalidArgumentError(RLAuditError, ValueError):
     """An argument of the wrong type or out of range (a seed, a confidence, an episode
     count, a scenario listed twice); the message names the argument, what it takes and
     what was given."""
 
 
-class UnknownEnvError(RLAuditError, LookupError):
+class UnknownEnvError(CouldNotAuditError, LookupError):
     """A Gymnasium id that is not registered."""
 
 
@@ -72,6 +82,17 @@ class EnvContractError(RLAuditError, ValueError):
 
 class PolicyError(RLAuditError, TypeError):
     """An agent that cannot be adapted to the batched policy protocol."""
+
+
+class AgentNotFoundError(CouldNotAuditError, PolicyError):
+    """An agent path (a model ``.zip``, a zoo folder, a deployed file) that does not
+    exist; the message names the folder a relative path was resolved against and the
+    close matches in it."""
+
+
+class SpacesMismatchError(CouldNotAuditError, PolicyError):
+    """An agent made for other observation or action spaces than the env's: most likely
+    audited on another env than the one it was trained on."""
 
 
 class ReferenceScoreError(RLAuditError, ValueError):
@@ -150,6 +171,9 @@ class RepeatedError(RLAuditError):
     """An error the plugin already reported for another test of the run, word for word
     (an agent that does not load fails every scenario alike): it names that test, whose
     failure says what went wrong and what to do."""
+
+    #: Whether the error it repeats is a :class:`CouldNotAuditError` (reported as such).
+    could_not_audit: bool = False
 
 
 class RobustnessError(AssertionError):

@@ -56,6 +56,36 @@ class ItemAudits:
             self.runs.refuse()
         return self.policy_for(self.settings.agent, env=self.settings.env)
 
+    def check_agent(self) -> None:
+        """--rl-agent naming a path that does not exist: a usage error now (exit 4), not
+        one failed test per scenario (a CI job that forgot to fetch its model)."""
+        if not self.settings.agent or self.runs is not None:
+            return
+        from ..errors import AgentNotFoundError
+        from ..world.agents.adapt import check_agent_path
+
+        try:
+            check_agent_path(self.settings.agent)
+        except AgentNotFoundError as exc:
+            raise pytest.UsageError(f"--rl-agent: {exc}") from None
+
+    def env_problem(self) -> str | None:
+        """Why --rl-env cannot be made (an id gymnasium does not know, a missing
+        dependency), or None. Asked at collection, once the repo's conftests and test
+        modules have registered their ids; another error making the env is left to the
+        tests that use it, which report it."""
+        if not self.settings.env or self._default_env is not None:
+            return None
+        from ..errors import UnknownEnvError
+
+        try:
+            self.default_env()
+        except UnknownEnvError as exc:
+            return f"--rl-env: {exc}"
+        except Exception:  # raised again, with its test, where the env is used
+            return None
+        return None
+
     def default_env(self) -> Any:
         """--rl-env as an AuditEnv (what an agent needs of it is applied when it is run)."""
         if not self.settings.env:
@@ -138,7 +168,7 @@ class ItemAudits:
         try:
             return self._run(item, scenario, agent, env)
         except Exception as exc:
-            from ..errors import RepeatedError, RobustnessError
+            from ..errors import CouldNotAuditError, RepeatedError, RobustnessError
 
             if isinstance(exc, (RobustnessError, RepeatedError)):
                 raise
@@ -146,8 +176,10 @@ class ItemAudits:
             if first == item.nodeid:
                 raise
             item.stash[SAME_AS_KEY] = first
-            raise RepeatedError(f"the same {type(exc).__name__} as {first}: its failure "
-                                "says what went wrong and what to do") from None
+            repeated = RepeatedError(f"the same {type(exc).__name__} as {first}: its failure "
+                                     "says what went wrong and what to do")
+            repeated.could_not_audit = isinstance(exc, CouldNotAuditError)
+            raise repeated from None
 
     def _run(self, item: pytest.Item, scenario: Scenario, agent: Any, env: Any) -> Any:
         __tracebackhide__ = True

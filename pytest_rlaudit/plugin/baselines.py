@@ -109,8 +109,9 @@ class BaselineGate:
 
         path = self.settings.save
         if not self.audits.records:
-            self.saved = (f"nothing saved to {path}: no audit ran"
-                          + ("" if self.audits.enabled else " (pass --rl-audit)"))
+            self.saved = (f"nothing saved to {path}: no audit ran" + (
+                " (no test here audits: mark one rl_audit, or give --rl-agent and --rl-env)"
+                if self.audits.enabled else " (pass --rl-audit)"))
             return
         recorded = {r["nodeid"] for r in self.audits.records}
         missing = [n for n in self.audits.expected if n not in recorded]

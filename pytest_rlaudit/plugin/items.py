@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ScenarioItem", "ScenarioCollector", "is_rl_item", "is_hypothesis_test", "is_ours",
-           "plain_crash_line"]
+__all__ = ["ScenarioItem", "ScenarioCollector", "ErrorCollector", "is_rl_item",
+           "is_hypothesis_test", "is_ours", "plain_crash_line", "could_not_audit"]
 
 _RL_MARKERS = ("rl_audit", "rl_scenario", "rl_threshold", "rl_episodes", "rl_tolerance")
 _RL_FIXTURES = ("rl_audit", "rl_scenario")
@@ -32,6 +32,16 @@ def is_ours(exc: BaseException) -> bool:
     """An error pytest-rlaudit raised (a RobustnessError, an RLAuditError, a bad argument):
     its message says what broke and what to do, so a report shows that message first."""
     return type(exc).__module__.startswith("pytest_rlaudit.")
+
+
+def could_not_audit(exc: BaseException) -> bool:
+    """Whether ``exc`` says the audit could not run (a missing agent file, an unknown env,
+    an agent for other spaces; or the repeat of one): pytest's ERROR, not a failure."""
+    if type(exc).__module__ != "pytest_rlaudit.errors":  # not ours: no need to import them
+        return False
+    from ..errors import CouldNotAuditError
+
+    return isinstance(exc, CouldNotAuditError) or bool(getattr(exc, "could_not_audit", False))
 
 
 def plain_crash_line(report: pytest.TestReport, exc: BaseException) -> None:
@@ -71,11 +81,33 @@ class ScenarioItem(pytest.Item):
                 f"rl-audit: {self.scenario.name}")
 
 
+class ErrorCollector(pytest.Collector):
+    """A collection error of the run's options (an unknown --rl-env): reported as pytest
+    reports a module that does not import, by the worker that found it under xdist."""
+
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def collect(self) -> list[pytest.Item]:
+        raise self.CollectError(self.message)
+
+
 class ScenarioCollector(pytest.Collector):
     """Collects the zero-config items (one per scenario of the default suite)."""
 
     def collect(self) -> list[ScenarioItem]:
         plugin: Any = self.config.pluginmanager.get_plugin("rlaudit-session")
+        if plugin.audits.runs is None:
+            # Loaded here (once: the items use it): an agent made for other spaces than
+            # the env's is a collection error, not a failed robustness test per scenario.
+            # Another error loading it is each item's to report, as before.
+            try:
+                plugin.audits.default_agent()
+            except Exception as exc:
+                if could_not_audit(exc):
+                    raise self.CollectError(f"--rl-agent {plugin.settings.agent} on "
+                                            f"--rl-env {plugin.settings.env}: {exc}") from None
         items = [ScenarioItem.from_parent(self, name=s.name, scenario=s)
                  for s in plugin.default_scenarios()]
         for item in items:  # audit tests, as the repo's own: -m rl_audit selects them too

@@ -22,7 +22,8 @@ __all__ = ["MARKERS", "MarkerError", "threshold_marker", "episodes_marker", "sce
 MARKERS = (
     "rl_audit: an RL robustness audit test; runs only with --rl-audit.",
     "rl_scenario(*names, **params): run the test once per named perturbation scenario "
-    "(ids are the scenario names); params override the scenarios' defaults.",
+    "(ids are the scenario names); params override the scenarios' defaults, checked at "
+    "collection (out of range, or perturbing nothing: a collection error).",
     "rl_threshold(min_ratio=None, min_rating=None, mode='point'): the pass condition of "
     "the scenario's return ratio; mode is point, confident or not_worse.",
     "rl_episodes(n, max_n=None, target_ci_width=None): paired episodes per scenario, "
@@ -159,6 +160,8 @@ def scenario_marker(marker: pytest.Mark) -> list[Any]:
             out.append(scenario.with_params(**marker.kwargs) if marker.kwargs else scenario)
         except (UnknownScenarioError, PerturbationError, TypeError) as exc:
             raise MarkerError(f"@pytest.mark.rl_scenario: {exc}") from None
+        if out[-1].noop is not None:  # it would pass measuring nothing
+            raise MarkerError(f"@pytest.mark.rl_scenario: {registry.noop_message(out[-1])}")
     try:
         return list(registry.check_unique(out))
     except InvalidArgumentError as exc:  # two items with one id would audit it twice

@@ -182,15 +182,18 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("--rl-audit", _flag, False, "run RL robustness audit tests (marked rl_audit / "
-           "rl_scenario, or using the rl_audit fixture); without it they are skipped."),
+           "rl_scenario, or using the rl_audit fixture); without it they are skipped, and "
+           "counted in one summary line. --rl-agent, --rl-save, --rl-report or --rl-videos on "
+           "the command line turn it on."),
     Option("--rl-agent", _text, None, "the agent to audit: a path to an SB3 .zip, an "
            "rl-baselines3-zoo folder or a deployed .onnx or TorchScript .pt file, "
            "hf://ORG/REPO (Hugging Face Hub), or "
            "package.module:attribute naming a model, policy, callable or zero-argument "
-           "factory. The default of the rl_agent fixture. A glob ('logs/ppo/CartPole-v1_*': "
-           "quote it) matching 2 or more agents is a recipe's training runs: the zero-config "
-           "audit rates each scenario on their IQM ratio (audit_runs); one match is that "
-           "agent.", "AGENT"),
+           "factory. The default of the rl_agent fixture; on the command line it turns "
+           "auditing on, and a path that does not exist is a usage error. A glob "
+           "('logs/ppo/CartPole-v1_*': quote it) matching 2 or more agents is a recipe's "
+           "training runs: the zero-config audit rates each scenario on their IQM ratio "
+           "(audit_runs); one match is that agent.", "AGENT"),
     Option("--rl-algo", _text, None, "the SB3 algorithm of --rl-agent's .zip when neither "
            "the file nor its folder tells (PPO, A2C, DQN, SAC, TD3, DDPG, QRDQN, TQC, TRPO, ARS, "
            "CrossQ, RecurrentPPO, MaskablePPO).", "ALGO"),

@@ -21,11 +21,20 @@ import pytest
 from .._capture import capture_checks
 from . import fixtures, junit
 from .audits import RECORD_KEY, SAME_AS_KEY, ItemAudits
-from .items import ScenarioCollector, is_hypothesis_test, is_ours, is_rl_item, plain_crash_line
+from .items import (
+    ErrorCollector,
+    ScenarioCollector,
+    could_not_audit,
+    is_hypothesis_test,
+    is_ours,
+    is_rl_item,
+    plain_crash_line,
+)
 from .options import Settings
 from .reporting import caught, fail_run, guarded
 from .rootdir import audit_nodeid
 from .runs import RunsAudit, resolve_agent
+from .switch import SKIP_REASON, skipped_line, switch
 from .terminal import write_lines
 from .xdist import is_worker
 
@@ -44,7 +53,8 @@ class AuditSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.settings = Settings.read(config)
+        # --rl-agent, --rl-save, --rl-report, --rl-videos on the command line: auditing on
+        self.settings = switch(config, Settings.read(config))
         self.enabled = bool(self.settings.audit)
         runs: list[str] = []
         if self.enabled:  # a glob --rl-agent: one match is that agent, 2+ the runs
@@ -53,6 +63,8 @@ class AuditSession:
         if runs:
             assert self.settings.agent is not None
             self.audits.runs = RunsAudit(self.settings.agent, runs)
+        if self.enabled:  # a missing agent file: a usage error, not a failed test each
+            self.audits.check_agent()
         self.records: list[Record] = []
         self.report_paths: list[Any] = []
         # definition order (collection order before any plugin reorders): rows follow it,
@@ -65,6 +77,8 @@ class AuditSession:
         self.expected: list[str] = []  # audit items that should each leave a record
         self.errors: list[dict[str, Any]] = []  # audit tests that failed without a result
         self._overridden: set[str] = set()  # rl_agent / rl_env overrides already warned of
+        self.skipped = 0  # audit tests skipped for want of --rl-audit
+        self.could_not: list[str] = []  # tests whose audit could not run (CouldNotAuditError)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
@@ -94,13 +108,20 @@ class AuditSession:
         """Skip audit items without --rl-audit; add the zero-config items."""
         audit_items = [item for item in items if is_rl_item(item)]
         if not self.enabled:
-            skip = pytest.mark.skip(reason="RL audit test: run it with --rl-audit "
-                                           "(or rl_audit = true in the ini file)")
+            skip = pytest.mark.skip(reason=SKIP_REASON)
             for item in audit_items:
                 item.add_marker(skip)
             return
+        problem = self.audits.env_problem()
+        if problem is not None:  # a collection error before any rollout (xdist workers too)
+            items.extend(session.genitems(ErrorCollector.from_parent(
+                session, name="rl-audit", nodeid=audit_nodeid(self.config), message=problem)))
+            return
         if audit_items or not (self.settings.agent and self.settings.env):
             return
+        if any(f in getattr(item, "fixturenames", ()) for item in items
+               for f in ("rl_agent", "rl_env")):
+            return  # tests of the repo's own take the agent (--rl-agent turned auditing on)
         # Zero-config: an agent and an env and no audit test of the repo's own.
         self.default_scenarios()  # a bad --rl-scenarios is a usage error, not a collection error
         collector = ScenarioCollector.from_parent(session, name="rl-audit",
@@ -179,6 +200,8 @@ class AuditSession:
         outcome = yield
         report = outcome.get_result()
         ours = call.excinfo is not None and is_ours(call.excinfo.value)
+        if call.excinfo is not None and could_not_audit(call.excinfo.value) and report.failed:
+            report.rl_could_not = True  # an ERROR, not a robustness failure (teststatus)
         if ours and report.failed:
             plain_crash_line(report, call.excinfo.value)  # type: ignore[union-attr]
         if record is not None:
@@ -198,10 +221,25 @@ class AuditSession:
         if problems:
             report.rl_report_errors = problems
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector):
+        outcome = yield
+        report = outcome.get_result()
+        if report.failed and isinstance(collector, (ScenarioCollector, ErrorCollector)):
+            report.rl_could_not = True  # rides to the controller under xdist
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if getattr(report, "rl_could_not", False):
+            self.could_not.append(report.nodeid)
+
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.outcome == "rerun":  # pytest-rerunfailures: only the last attempt counts
             return
+        if report.skipped and not self.enabled and SKIP_REASON in str(report.longrepr):
+            self.skipped += 1
+        if getattr(report, "rl_could_not", False):
+            self.could_not.append(report.nodeid)
         if getattr(report, "rl_report_errors", None) and not is_worker(self.config):
             self.report_errors += report.rl_report_errors
             fail_run(self.session)
@@ -249,13 +287,15 @@ class AuditSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: Any, config: pytest.Config) -> Any:
-        if getattr(report, "rl_lost", None):
+        if getattr(report, "rl_lost", None) or getattr(report, "rl_could_not", False):
             return "error", "E", ("ERROR", {"red": True})
         return None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if is_worker(self.config):
             return
+        if self.skipped:
+            terminalreporter.write_line(skipped_line(self.skipped), yellow=True)
         if not (self.records or self.lost or self.errors or self.report_paths
                 or self.report_errors):
             return
@@ -274,6 +314,10 @@ class AuditSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if is_worker(self.config):
             return
+        if self.could_not and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            # could not audit: a configuration to fix, not a robustness finding (a test's
+            # ERROR; under xdist, a worker's collection error too)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
         gate: BaselineGate | None = self.config.pluginmanager.get_plugin("rlaudit-baselines")
         assert gate is not None  # registered beside the session
         if self.settings.report:  # always: a CI artifact step expects the folder

@@ -12,7 +12,7 @@ Scenario('slow', stress, Speed(k=3))
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -21,6 +21,7 @@ import gymnasium as gym
 
 from ..errors import PerturbationError
 from . import perturbations as P
+from .perturbations.base import check_params, noop_params
 from .schedules import Schedule
 
 __all__ = ["Scenario", "Category", "CATEGORIES"]
@@ -94,8 +95,16 @@ class Scenario:
             object.__setattr__(self, "timeline", self.perturbation.timeline)
 
     def _check_params(self, params: Mapping[str, Any]) -> None:
+        self.check_names(params)
+        # every value in its range now, where the scenario is built (a marker at
+        # collection, with_params in a script), not when its env is first wrapped
+        check_params(f"scenario {self.name!r}", self.perturbation, params)
+
+    def check_names(self, names: Iterable[str]) -> None:
+        """A PerturbationError if this scenario has no parameter of one of ``names``."""
+        names = list(names)
         if self.perturbation is None:
-            if params:
+            if names:
                 raise PerturbationError(f"scenario {self.name!r} takes no parameters")
             return
         try:
@@ -106,12 +115,27 @@ class Scenario:
         allowed = [n for n in list(signature.parameters)[1:]
                    if signature.parameters[n].kind not in (inspect.Parameter.VAR_POSITIONAL,
                                                            inspect.Parameter.VAR_KEYWORD)]
-        unknown = [n for n in params if n not in allowed]
+        unknown = [n for n in names if n not in allowed]
         if unknown and not accepts_any:
             raise PerturbationError(
                 f"scenario {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
                 f"its parameters are: {', '.join(allowed) or 'none'}"
             )
+
+    @property
+    def noop(self) -> dict[str, Any] | None:
+        """The parameters that make this scenario leave the env as it is (``delay`` with
+        ``steps=0``), or None: such a scenario measures nothing and would pass as the
+        nominal does. Markers refuse it; the API takes it, since tolerance ladders and
+        hypothesis strategies start from the unperturbed value on purpose.
+
+        >>> from pytest_rlaudit.world.scenarios import get
+        >>> get("delay").with_params(steps=0).noop, get("delay").noop
+        ({'steps': 0}, None)
+        """
+        if self.perturbation is None:
+            return None
+        return noop_params(self.perturbation, self.params)
 
     def with_params(self, **params: Any) -> Scenario:
         """A copy with some parameters overridden (unknown names are an error)."""

@@ -48,6 +48,7 @@ __all__ = [
     "check_applicable",
     "preset",
     "SEVERITIES",
+    "noop_message",
 ]
 
 
@@ -92,6 +93,24 @@ def get(name: str) -> Scenario:
 
 
 ScenarioLike = str | Scenario | Schedule
+
+
+def noop_message(scenario: Scenario) -> str:
+    """Why ``scenario`` (whose :attr:`~Scenario.noop` is set) measures nothing, and what
+    to give instead: its registered value where it has one.
+
+    >>> print(noop_message(get("delay").with_params(steps=0)))  # doctest: +NORMALIZE_WHITESPACE
+    scenario 'delay' with steps=0 leaves the env unperturbed, so it would pass as the
+    nominal does: give steps a value that perturbs (default: steps=1)
+    """
+    values = scenario.noop or {}
+    given = ", ".join(f"{k}={v!r}" for k, v in values.items())
+    known = _REGISTRY.get(scenario.name)
+    defaults = [f"{k}={known.params[k]!r}" for k in values
+                if known is not None and k in known.params and known.params[k] != values[k]]
+    hint = f" (default: {', '.join(defaults)})" if defaults else ""
+    return (f"scenario {scenario.name!r} with {given} leaves the env unperturbed, so it would "
+            f"pass as the nominal does: give {' or '.join(values)} a value that perturbs{hint}")
 
 
 def as_scenario(item: ScenarioLike) -> Scenario:

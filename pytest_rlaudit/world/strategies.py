@@ -196,7 +196,7 @@ def scenarios(
         if name not in table:
             raise ValueError(f"scenarios(): ranges names {name!r}, which is not drawn from "
                              f"({', '.join(chosen)})")
-        registry.get(name).with_params(**dict.fromkeys(params))  # unknown names fail here
+        registry.get(name).check_names(params)  # unknown names fail here
         table[name].update(params)
 
     def params_of(name: str) -> st.SearchStrategy[Scenario]:

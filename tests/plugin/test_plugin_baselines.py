@@ -271,8 +271,10 @@ def test_nothing_is_saved_when_no_audit_ran(tester, tmp_path):
     path = tmp_path / "empty.json"
     result = tester.runpytest(f"--rl-save={path}", "test_plain.py")
     assert result.ret == 0 and not path.exists()
+    # --rl-save on the command line turned auditing on; there was nothing to audit
     result.stdout.fnmatch_lines(["*rl audit baseline: nothing saved to *empty.json: no audit ran "
-                                 "(pass --rl-audit)*"])
+                                 "(no test here audits: mark one rl_audit, or give --rl-agent "
+                                 "and --rl-env)*"])
 
 
 @pytest.mark.parametrize(("args", "match"), [

@@ -84,8 +84,10 @@ def test_rl_report_is_written_when_every_audit_errors_and_lists_why(tester: pyte
 
 def test_rl_report_without_rl_audit_writes_an_empty_summary_that_says_why(
         tester: pytest.Pytester):
+    # from the ini file (on the command line it turns auditing on: test_could_not_audit.py)
+    tester.makeini("[pytest]\nrl_report = out\n")
     tester.makepyfile(test_plain="def test_plain():\n    pass\n")
-    result = tester.runpytest("--rl-report", "out")
+    result = tester.runpytest()
     result.assert_outcomes(passed=1)
     doc = json.loads((tester.path / "out" / "summary.json").read_text())
     assert doc["results"] == [] and doc["note"] == "audit tests were skipped: run with --rl-audit"

@@ -452,3 +452,24 @@ def test_a_zip_loaded_for_an_audit_has_no_optimizer_to_train_or_save_with(tmp_pa
         a2c.policy.optimizer.zero_grad()
     trusted = load_sb3(zip_path, trusted=True)  # SB3's own load
     assert type(trusted.policy.optimizer).__name__ == "Adam"
+
+
+def test_a_missing_agent_path_names_its_folder_and_close_names(tmp_path, monkeypatch):
+    from pytest_rlaudit.errors import AgentNotFoundError, CouldNotAuditError
+
+    (tmp_path / "ppo_cartpole.zip").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AgentNotFoundError) as info:
+        as_policy("ppo_cartpol.zip", env="CartPole-v1")
+    assert isinstance(info.value, (CouldNotAuditError, PolicyError))  # except PolicyError holds
+    assert str(info.value) == (
+        f"agent path 'ppo_cartpol.zip' does not exist (a relative path, resolved against "
+        f"{tmp_path}); did you mean 'ppo_cartpole.zip' (in {tmp_path})?")
+
+
+def test_an_agent_for_other_spaces_could_not_be_audited(tmp_path):
+    from pytest_rlaudit.errors import SpacesMismatchError
+
+    with pytest.warns(AgentWarning, match="trained on CartPole-v1"), pytest.raises(
+            SpacesMismatchError, match="is this the env it was trained on"):
+        as_policy(CARTPOLE_RUN / "CartPole-v1.zip", env="Acrobot-v1")

@@ -13,13 +13,14 @@ from ...errors import PolicyError
 from ..envs import AuditEnv, EnvLike, env_spec
 from .base import CorePolicy, Policy
 from .callables import CallablePolicy, RandomPolicy
+from .missing import agent_not_found
 from .needs import EnvNeeds
 from .preprocess import FrameStackPolicy, NormalizedPolicy, PolicyWrapper, stacked_space
 from .sb3 import SB3Policy, _is_sb3
 from .sb3_load import load_sb3, trained_with_vec_normalize
 from .torch import TorchPolicy, _is_torch_module
 
-__all__ = ["as_policy", "env_for"]
+__all__ = ["as_policy", "env_for", "check_agent_path"]
 
 HUB_PREFIX = "hf://"
 
@@ -52,6 +53,19 @@ def _is_import(text: str) -> bool:
     if text.startswith(HUB_PREFIX) or Path(text).exists() or text.endswith(".zip"):
         return False
     return ":" in text and not (len(text) > 1 and text[1] == ":")  # not a Windows drive
+
+
+def check_agent_path(text: str) -> None:
+    """An :class:`~pytest_rlaudit.errors.AgentNotFoundError` now if ``text`` (an agent as
+    :func:`as_policy` reads text) names a file or folder that does not exist, before
+    anything is loaded; ``"random"``, ``hf://`` and ``"module:attribute"`` name none.
+
+    >>> check_agent_path("random"), check_agent_path("agents:robust")
+    (None, None)
+    """
+    if text == "random" or text.startswith(HUB_PREFIX) or _is_import(text) or Path(text).exists():
+        return
+    raise agent_not_found(text, "agent path")
 
 
 def _is_saved_run(text: str) -> bool:

@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..._optional import require
-from ...errors import PolicyError
+from ...errors import PolicyError, SpacesMismatchError
 from .exported import ExportedPolicy
 from .torch import MIN_TORCH_ROWS, _pad_rows
 
@@ -97,7 +97,7 @@ class OnnxPolicy(ExportedPolicy):
         if len(given) != len(want) or any(isinstance(g, int) and g > 0 and g != w
                                           for g, w in zip(given, want, strict=True)):
             dims = ", ".join(str(d) if isinstance(d, int) else repr(d) for d in shape)
-            raise PolicyError(
+            raise SpacesMismatchError(
                 f"{self.name}: the ONNX model's input {self._input().name!r} has shape ({dims}), "
                 f"but the env's observations have shape {want} (a batch of them: (batch, "
                 f"{', '.join(map(str, want))})). Is it the model for this env? Export it with a "

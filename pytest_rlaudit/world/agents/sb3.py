@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ...errors import PolicyError
+from ...errors import PolicyError, SpacesMismatchError
 from .base import BasePolicy
 from .sb3_fast import batch_rows, flat_obs, mode_action, plain_mode, plain_predict, plain_sac, row
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads, on_cpu
@@ -99,7 +99,7 @@ class SB3Policy(BasePolicy):
         own_obs = self.sb3_policy.observation_space
         own_act = self.sb3_policy.action_space
         if not _same_obs_shape(own_obs, observation_space):
-            raise PolicyError(
+            raise SpacesMismatchError(
                 f"agent {self.name} expects observations {_space_summary(own_obs)} but the env "
                 f"gives {_space_summary(observation_space)}: is this the env it was trained on?"
             )
@@ -110,7 +110,7 @@ class SB3Policy(BasePolicy):
         if type(own_act) is not type(action_space) or getattr(own_act, "shape", None) != getattr(
             action_space, "shape", None
         ) or getattr(own_act, "n", None) != getattr(action_space, "n", None) or not same_bounds:
-            raise PolicyError(
+            raise SpacesMismatchError(
                 f"agent {self.name} acts in {own_act} but the env's action space is "
                 f"{action_space}: is this the env it was trained on?"
             )

@@ -22,6 +22,7 @@ from gymnasium import spaces
 
 from ..._optional import EXTRAS, install_hint, missing
 from ...errors import PolicyError
+from .missing import agent_not_found
 from .pickles import gym_as_gymnasium
 from .untrusted import TRUST_HINT, pickled_global, weights_only_objects
 
@@ -174,7 +175,7 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
     """
     path = Path(path)
     if not path.is_file():
-        raise PolicyError(f"agent file {str(path)!r} does not exist")
+        raise agent_not_found(path)
     given = algo is not None
     data = _zip_data(path)
     algo = canonical_algo(algo) if algo else _algo_from_zip(path, data)

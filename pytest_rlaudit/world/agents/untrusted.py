@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ...errors import PolicyError
+from ...errors import PolicyError, SpacesMismatchError
 from .allow_lists import ALLOWED_WORDS, CLASS_REPR, allowed_class, config_policy_kwargs
 
 __all__ = ["TRUST_HINT", "InferenceOnlyOptimizer", "pickled_global", "readable_policy_kwargs",
@@ -247,7 +247,7 @@ def _check_fits(path: Path, key: str, saved: spaces.Space[Any] | None,
             saved.high, env.high, rtol=1e-6))
     if not same:
         what = "observations" if key == "observation_space" else "actions"
-        raise PolicyError(
+        raise SpacesMismatchError(
             f"{str(path)!r} was saved for {what} {saved} but the env's are {env}: is this the "
             "env it was trained on?")
 

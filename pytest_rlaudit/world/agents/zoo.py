@@ -28,6 +28,7 @@ from typing import Any
 from ..._optional import require
 from ...errors import PolicyError
 from ..atari import looks_atari
+from .missing import agent_not_found
 from .needs import EnvNeeds
 from .preprocess import STATS_FILES
 from .sb3_load import canonical_algo
@@ -160,7 +161,7 @@ def read_saved_run(path: str | Path) -> SavedRun:
     docstring for the layouts)."""
     path = Path(path)
     if not path.exists():
-        raise PolicyError(f"agent path {str(path)!r} does not exist")
+        raise agent_not_found(path, "agent path")
     model = _model_in(path) if path.is_dir() else path
     folder = model.parent
     config_dir = _config_dir(folder, model)

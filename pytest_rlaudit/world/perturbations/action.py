@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium.wrappers import StickyAction as _GymStickyAction
 
 from ...errors import PerturbationError
-from .base import Perturbation, _check_action_noise, _float_arg, _int_arg, _noisy_action
+from .base import Param, Perturbation, _check_action_noise, _int_arg, _noisy_action, ranges
 
 __all__ = ["ActionNoise", "StickyAction", "ActionDelay", "AleFrameSticky"]
 
@@ -27,6 +27,9 @@ class ActionNoise(Perturbation, gym.ActionWrapper):
     >>> env = ActionNoise(gym.make("Pendulum-v1"), sigma=0.1)
     >>> _ = env.reset(seed=0)
     """
+
+    PARAMS = ranges(sigma=Param("number"))  # on Discrete actions a probability too: at wrap
+    NOOP = ({"sigma": 0},)
 
     def __init__(self, env: gym.Env, sigma: float = 0.1) -> None:
         self.sigma = _check_action_noise(env.action_space, sigma, "ActionNoise")
@@ -58,8 +61,11 @@ class StickyAction(Perturbation, _GymStickyAction):
     >>> _ = env.reset(seed=0)
     """
 
+    PARAMS = ranges(p=Param("number", high=1.0, high_open=True))
+    NOOP = ({"p": 0},)
+
     def __init__(self, env: gym.Env, p: float = 0.25, duration: int | tuple[int, int] = 1) -> None:
-        p = _float_arg("StickyAction", "p", p, high=1.0, high_open=True)
+        p = self._argument("p", p)
         if isinstance(duration, (list, tuple)):
             pair = tuple(_int_arg("StickyAction", "duration", d, minimum=1) for d in duration)
             if len(pair) != 2 or pair[0] > pair[1]:
@@ -105,8 +111,11 @@ class ActionDelay(Perturbation, gym.ActionWrapper):
     >>> _ = env.reset(seed=0)
     """
 
+    PARAMS = ranges(steps=Param("integer", low=0))
+    NOOP = ({"steps": 0},)
+
     def __init__(self, env: gym.Env, steps: int = 1, noop: Any = None) -> None:
-        self.steps = _int_arg("ActionDelay", "steps", steps, minimum=0)
+        self.steps = self._argument("steps", steps)
         if noop is not None and not env.action_space.contains(noop):
             raise PerturbationError(
                 f"ActionDelay: noop {noop!r} is not in the action space {env.action_space}"

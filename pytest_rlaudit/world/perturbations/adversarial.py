@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from .base import Perturbation, _float_arg, _int_arg, _require_box_obs, check_scale
+from .base import Param, Perturbation, _require_box_obs, check_scale, ranges
 from .pgd import Pending, attack_all, pgd_rows
 
 if TYPE_CHECKING:
@@ -80,14 +80,18 @@ class AdversarialObservation(Perturbation, gym.Wrapper):
     True
     """
 
+    PARAMS = ranges(epsilon=Param("number"), steps=Param("integer", low=0),
+              step_size=Param("number", optional=True))
+    NOOP = ({"epsilon": 0},)
+
     def __init__(self, env: gym.Env, epsilon: float = 0.1, steps: int = 10,
                  step_size: float | None = None, scale: str = "absolute",
                  spread: Sequence[float] | None = None) -> None:
-        self.epsilon = _float_arg(_OWNER, "epsilon", epsilon)
-        self.steps = _int_arg(_OWNER, "steps", steps, minimum=0)
+        self.epsilon = self._argument("epsilon", epsilon)
+        self.steps = self._argument("steps", steps)
         # Madry et al.'s rule: the steps together can cross the ball 1.25 times.
         self.step_size = (2.5 * self.epsilon / max(self.steps, 1) if step_size is None
-                          else _float_arg(_OWNER, "step_size", step_size))
+                          else self._argument("step_size", step_size))
         box = _require_box_obs(_OWNER, env)
         self.scale, self.spread = check_scale(_OWNER, scale, spread, box)
         self._init_perturbation(epsilon=self.epsilon, steps=self.steps, step_size=step_size,

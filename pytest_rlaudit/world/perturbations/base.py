@@ -3,8 +3,12 @@ checks, noisy actions, the generator of each wrapper and its reseeding."""
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Mapping
-from typing import Any, SupportsFloat, cast
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -15,7 +19,8 @@ from ..._seeding import stable_hash
 from ...errors import PerturbationError
 
 __all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation",
-           "held_frame", "check_scale", "SCALES", "require_box"]
+           "held_frame", "check_scale", "SCALES", "require_box", "Param", "declared_params",
+           "check_params", "noop_params", "ranges"]
 
 try:
     from gymnasium.wrappers import RepeatAction
@@ -119,6 +124,87 @@ def held_frame(obs: Any) -> Any:
     return obs.copy() if isinstance(obs, np.ndarray) else obs
 
 
+@dataclass(frozen=True)
+class Param:
+    """The range of one perturbation parameter, declared once by its wrapper (a class's
+    ``PARAMS``) and checked by :func:`check_params`, both where the wrapper is built and
+    where a scenario is (a marker's or ``with_params``' value fails at collection, before
+    any episode). ``optional``: ``None`` is allowed too.
+
+    >>> Param("integer", low=1).check("delay", "steps", 0)
+    Traceback (most recent call last):
+    ...
+    pytest_rlaudit.errors.PerturbationError: delay: steps must be an integer >= 1, got 0
+    """
+
+    kind: Literal["integer", "number"]
+    low: float = 0.0
+    high: float = math.inf
+    high_open: bool = False
+    optional: bool = False
+
+    def check(self, owner: str, name: str, value: Any) -> Any:
+        """``value`` checked (an int or a float), else a PerturbationError naming
+        ``owner``, the parameter and its range."""
+        if value is None and self.optional:
+            return None
+        if self.kind == "integer":
+            return integer(f"{owner}: {name}", value, minimum=int(self.low),
+                           error=PerturbationError)
+        return number(f"{owner}: {name}", value, low=self.low, high=self.high,
+                      high_open=self.high_open, error=PerturbationError)
+
+
+def ranges(**params: Param) -> Mapping[str, Param]:
+    """A perturbation's ``PARAMS``: its parameters' ranges, read-only."""
+    return MappingProxyType(params)
+
+
+def declared_params(perturbation: Any) -> Mapping[str, Param]:
+    """The parameter ranges ``perturbation`` (a wrapper class or function) declares in its
+    ``PARAMS``; none for a perturbation of one's own that declares none."""
+    return cast(Mapping[str, Param], getattr(perturbation, "PARAMS", {}))
+
+
+def check_params(owner: str, perturbation: Any, params: Mapping[str, Any]) -> None:
+    """Check each of ``params`` that ``perturbation`` declares a range for (the one place
+    a parameter's range is worded: :class:`Param`)."""
+    for name, spec in declared_params(perturbation).items():
+        if name in params:
+            spec.check(owner, name, params[name])
+
+
+def noop_params(perturbation: Any, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The parameters among ``params`` (the perturbation's defaults filling the rest) that
+    make ``perturbation`` leave the env as it is (its ``NOOP``: each a set of values
+    that together do), or None when it perturbs.
+
+    >>> from pytest_rlaudit.perturbations import Jitter
+    >>> noop_params(Jitter, {"base": 1, "jitter": 0}), noop_params(Jitter, {"base": 2, "jitter": 0})
+    ({'base': 1, 'jitter': 0}, None)
+    """
+    combos: tuple[Mapping[str, Any], ...] = getattr(perturbation, "NOOP", ())
+    if not combos:
+        return None
+    try:
+        defaults = {n: p.default for n, p in inspect.signature(perturbation).parameters.items()
+                    if p.default is not p.empty}
+    except (TypeError, ValueError):
+        defaults = {}
+    values = {**defaults, **params}
+    for combo in combos:
+        if all(n in values and _same(values[n], v) for n, v in combo.items()):
+            return {n: values[n] for n in combo}
+    return None
+
+
+def _same(value: Any, noop: Any) -> bool:
+    try:
+        return bool(value == noop) and not isinstance(value, bool)
+    except Exception:  # an array, a value that compares oddly: not the no-op value
+        return False
+
+
 def _int_arg(owner: str, name: str, value: Any, *, minimum: int) -> int:
     return integer(f"{owner}: {name}", value, minimum=minimum, error=PerturbationError)
 
@@ -218,6 +304,17 @@ class Perturbation(gym.utils.RecordConstructorArgs):
 
     rng: np.random.Generator
     _pinned: bool = False
+    #: The ranges of the wrapper's parameters (see :class:`Param`), checked by
+    #: :meth:`_argument` and when a scenario is built.
+    PARAMS: Mapping[str, Param] = MappingProxyType({})
+    #: Sets of parameter values that make the wrapper leave the env as it is (see
+    #: :func:`noop_params`): a scenario with them would pass as the nominal does.
+    NOOP: tuple[Mapping[str, Any], ...] = ()
+
+    @classmethod
+    def _argument(cls, name: str, value: Any) -> Any:
+        """``value`` of the parameter ``name``, checked against ``PARAMS``."""
+        return cls.PARAMS[name].check(cls.__name__, name, value)
 
     def _init_perturbation(self, **arguments: Any) -> None:
         # RecordConstructorArgs keeps the first call's arguments, so the outermost class,

@@ -10,12 +10,12 @@ import gymnasium as gym
 import numpy as np
 
 from .base import (
+    Param,
     Perturbation,
-    _float_arg,
-    _int_arg,
     check_scale,
     held_frame,
     noisy_observation,
+    ranges,
     require_box,
 )
 from .keys import ObservedKeys, keys_argument
@@ -45,9 +45,12 @@ class ObservationDelay(Perturbation, gym.Wrapper):
     True
     """
 
+    PARAMS = ranges(steps=Param("integer", low=0))
+    NOOP = ({"steps": 0},)
+
     def __init__(self, env: gym.Env, steps: int = 1,
                  keys: Sequence[str] | str | None = None) -> None:
-        self.steps = _int_arg("ObservationDelay", "steps", steps, minimum=0)
+        self.steps = self._argument("steps", steps)
         chosen = keys_argument("ObservationDelay", keys)
         # keys recorded only when given: the spec of a delay on other envs stays as it was
         self._init_perturbation(steps=self.steps, **({} if chosen is None else {"keys": chosen}))
@@ -103,10 +106,13 @@ class ObservationNoise(Perturbation, gym.Wrapper):
     [0.05, 0.03, 0.005, 0.04]
     """
 
+    PARAMS = ranges(sigma=Param("number"))
+    NOOP = ({"sigma": 0},)
+
     def __init__(self, env: gym.Env, sigma: float = 0.1, scale: str = "absolute",
                  spread: Sequence[float] | None = None,
                  keys: Sequence[str] | str | None = None) -> None:
-        self.sigma = _float_arg("ObservationNoise", "sigma", sigma)
+        self.sigma = self._argument("sigma", sigma)
         chosen = keys_argument("ObservationNoise", keys)
         self.observed = ObservedKeys("ObservationNoise", env.observation_space, chosen)
         self._boxes = {key: require_box("ObservationNoise", space, key)
@@ -148,9 +154,12 @@ class DroppedObservation(Perturbation, gym.Wrapper):
     >>> _ = env.reset(seed=0)
     """
 
+    PARAMS = ranges(p=Param("number", high=1.0, high_open=True))
+    NOOP = ({"p": 0},)
+
     def __init__(self, env: gym.Env, p: float = 0.1,
                  keys: Sequence[str] | str | None = None) -> None:
-        self.p = _float_arg("DroppedObservation", "p", p, high=1.0, high_open=True)
+        self.p = self._argument("p", p)
         chosen = keys_argument("DroppedObservation", keys)
         self._init_perturbation(p=self.p, **({} if chosen is None else {"keys": chosen}))
         gym.Wrapper.__init__(self, env)

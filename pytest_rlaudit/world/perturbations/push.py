@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from ...errors import PerturbationError
-from .base import Perturbation, _float_arg, _int_arg
+from .base import Param, Perturbation, ranges
 from .dynamics import CLASSIC_CONTROL, MUJOCO_ENVS, mujoco_parts
 
 __all__ = ["Push"]
@@ -230,14 +230,18 @@ class Push(Perturbation, gym.Wrapper):
     [3]
     """
 
+    PARAMS = ranges(strength=Param("number"), duration=Param("integer", low=1),
+              interval=Param("integer", low=1))
+    NOOP = ({"strength": 0},)
+
     def __init__(self, env: gym.Env, strength: float = 0.5, duration: int = 5,
                  interval: int = 50, body: str | None = None) -> None:
         self._init_perturbation(strength=strength, duration=duration, interval=interval,
                                 body=body)
         gym.Wrapper.__init__(self, env)
-        self.strength = _float_arg(_OWNER, "strength", strength)
-        self.interval = _int_arg(_OWNER, "interval", interval, minimum=1)
-        self.duration = _int_arg(_OWNER, "duration", duration, minimum=1)
+        self.strength = self._argument("strength", strength)
+        self.interval = self._argument("interval", interval)
+        self.duration = self._argument("duration", duration)
         if self.duration > self.interval:
             raise PerturbationError(
                 f"{_OWNER}: duration ({self.duration} env steps) must be at most interval "

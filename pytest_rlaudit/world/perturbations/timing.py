@@ -12,6 +12,7 @@ import numpy as np
 from ...errors import PerturbationError
 from ..schedules import NOMINAL_SETTINGS, Schedule
 from .base import (
+    Param,
     Perturbation,
     RepeatAction,
     _check_action_noise,
@@ -20,6 +21,7 @@ from .base import (
     held_frame,
     hold,
     noisy_observation,
+    ranges,
     require_box,
 )
 from .keys import ObservedKeys, keys_argument
@@ -41,8 +43,11 @@ class Speed(Perturbation, RepeatAction):
     5.0
     """
 
+    PARAMS = ranges(k=Param("integer", low=1))
+    NOOP = ({"k": 1},)
+
     def __init__(self, env: gym.Env, k: int = 5) -> None:
-        k = _int_arg("Speed", "k", k, minimum=1)
+        k = self._argument("k", k)
         self._init_perturbation(k=k)
         RepeatAction.__init__(self, env, num_repeats=k)
         self.k = k
@@ -84,9 +89,12 @@ class Jitter(_VariableRepeat):
     True
     """
 
+    PARAMS = ranges(base=Param("integer", low=1), jitter=Param("integer", low=0))
+    NOOP = ({"base": 1, "jitter": 0},)
+
     def __init__(self, env: gym.Env, base: int = 2, jitter: int = 1) -> None:
-        self.base = _int_arg("Jitter", "base", base, minimum=1)
-        self.jitter = _int_arg("Jitter", "jitter", jitter, minimum=0)
+        self.base: int = self._argument("base", base)
+        self.jitter: int = self._argument("jitter", jitter)
         super().__init__(env, base=self.base, jitter=self.jitter)
 
     def _next_k(self) -> int:
@@ -217,9 +225,8 @@ class SpeedSchedule(Scheduled):
     @classmethod
     def spike(cls, env: gym.Env, start: int = 20, duration: int = 20, k: int = 5) -> SpeedSchedule:
         """Speed 1, then ``k`` for agent steps ``start .. start+duration-1``, then 1."""
-        start = _int_arg("spike", "start", start, minimum=0)
-        duration = _int_arg("spike", "duration", duration, minimum=1)
-        k = _int_arg("spike", "k", k, minimum=1)
+        start, duration, k = (spike.PARAMS[n].check("spike", n, v)  # type: ignore[attr-defined]
+                              for n, v in (("start", start), ("duration", duration), ("k", k)))
         return cls(env, speeds=[1] * start + [k] * duration, after=1)
 
     @staticmethod
@@ -231,3 +238,9 @@ class SpeedSchedule(Scheduled):
 def spike(env: gym.Env, start: int = 20, duration: int = 20, k: int = 5) -> SpeedSchedule:
     """The ``spike`` scenario's wrapper; see :meth:`SpeedSchedule.spike`."""
     return SpeedSchedule.spike(env, start=start, duration=duration, k=k)
+
+
+# declared on the function the registry names (what scenarios check), and read by the method
+spike.PARAMS = ranges(start=Param("integer", low=0), duration=Param("integer", low=1),  # type: ignore[attr-defined]
+                k=Param("integer", low=1))
+spike.NOOP = ({"k": 1},)  # type: ignore[attr-defined]
