@@ -48,8 +48,12 @@ def here(tester: pytest.Pytester) -> pytest.Pytester:
 def sb3() -> None:
     """stable-baselines3 (and torch) imported before pytester's snapshot of sys.modules:
     imported in a test, pytester would drop them after it, and torch cannot be imported
-    twice in one process."""
-    pytest.importorskip("stable_baselines3")
+    twice in one process. A model loaded in full (``PPO.load``: SB3 builds its optimizer,
+    which imports torch._dynamo and torch._inductor) once here keeps what that imports too:
+    imported a second time, torch registers its operator libraries twice and every later
+    SB3 load in this process fails."""
+    sb3 = pytest.importorskip("stable_baselines3")
+    sb3.PPO.load(EXAMPLES / "ppo_cartpole.zip")
 
 
 def _text(result: pytest.RunResult) -> str:
