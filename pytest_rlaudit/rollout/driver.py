@@ -29,7 +29,7 @@ from .._seeding import POLICY_STREAM, episode_seed_sequence, episode_seeds
 from ..errors import RolloutError
 from ..world.agents import Policy
 from ..world.scenarios import Scenario
-from . import progress
+from . import calls, progress
 from .batches import EpisodeBatch
 from .checks import ActionChecker, all_finite, check_obs, show
 from .deadline import Expired, current
@@ -53,7 +53,8 @@ def drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios: 
     # frees up starts its next episode at once; a few, so no group hoards the queue's tail.
     driver = Driver(policy, jobs, scenarios, indices, seed=seed, record=record, space=space,
                     backlog=0 if len(groups) == 1 else 2)
-    Turns(driver, phases).run()
+    with calls.watching_calls():
+        Turns(driver, phases).run()
     return driver.batches()
 
 
@@ -140,8 +141,13 @@ class Driver:
         if not all_finite(obs_batch):
             self._check_rows(reply)  # rare: find the culprit for the message
         states = [self.state_of[job] for job in jobs] if self.stateful else None
+        watch = calls._ACTIVE
+        if watch is not None:  # once per decision step: the rows say which call it is
+            watch.on = self._noted(reply)
         try:
             raw, new_states = self.policy.act(obs_batch, states)
+            if watch is not None:
+                watch.on = None
             actions, bad = self.check_actions(raw, len(jobs))
         except Exception as exc:
             raise self._failed(exc, reply) from exc
@@ -173,6 +179,13 @@ class Driver:
         }
 
     # ------------------------------------------------------------------ errors
+    def _noted(self, reply: Reply) -> calls.Noted:
+        """The policy call for the rows of ``reply``, for the watcher (:mod:`.calls`)."""
+        (s, e), step = reply.jobs[0], reply.steps[0]
+        more = f" (and {len(reply.jobs) - 1} more rows)" if len(reply.jobs) > 1 else ""
+        return calls.Noted("the policy call", self.names[s], self.indices[e], step,
+                           f"for {self._where(reply.jobs[0], step)}{more}")
+
     def _where(self, job: Job, step: int) -> str:
         s, e = job
         return where(self.names[s], self.indices[e], self.seed, step)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..world.agents.torch import after_fork
-from . import deadline
+from . import calls, deadline
 
 __all__ = ["start", "stop", "parent_end", "die_with_parent"]
 
@@ -72,6 +72,7 @@ def _child(parent: int, target: Callable[..., Any], args: tuple[Any, ...]) -> No
     die_with_parent(parent)
     after_fork()
     deadline.arm_in_child()
+    calls.arm_in_child()
     target(*args)
 
 
