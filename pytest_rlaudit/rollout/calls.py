@@ -54,7 +54,8 @@ _LIMIT: ContextVar[float | None] = ContextVar("rlaudit_call_timeout", default=No
 _ACTIVE: Watch | None = None  # this process's watcher (one per process, see watching_calls)
 
 
-def check_call_timeout(value: Any, error: type[Exception] | None = None) -> float | None:
+def check_call_timeout(value: Any, error: type[Exception] | None = None,
+                       name: str = "call_timeout", off: str | None = None) -> float | None:
     """The per-call bound in seconds (None: no bound, from ``0``, ``None`` or ``"none"``).
 
     >>> check_call_timeout(0), check_call_timeout("none"), check_call_timeout(5)
@@ -64,8 +65,8 @@ def check_call_timeout(value: Any, error: type[Exception] | None = None) -> floa
         return None
     if not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0:
         return None
-    kwargs = {} if error is None else {"error": error}
-    return check_timeout(value, "call_timeout", per_call=True, **kwargs)
+    kwargs: dict[str, Any] = {} if error is None else {"error": error}
+    return check_timeout(value, name, per_call=True, off=off, **kwargs)
 
 
 def tick(bound: float | None, mark: float) -> float:

@@ -71,10 +71,12 @@ MAX_TIMEOUT = 365 * 24 * 3600.0
 
 
 def check_timeout(timeout: Any, name: str = "timeout", *, per_call: bool = False,
-                  error: type[Exception] = InvalidArgumentError) -> float | None:
+                  error: type[Exception] = InvalidArgumentError,
+                  off: str | None = None) -> float | None:
     """``timeout`` as seconds (None: no limit), or an error naming the value, the range
     and the fix: the one check of both the whole audit's timeout and the bound on one call
     (``per_call``, where 0 also means no bound: :func:`~.calls.check_call_timeout`).
+    ``off``: how to ask for no limit where it is not said with None (an option).
 
     >>> check_timeout(2), check_timeout(None)
     (2.0, None)
@@ -85,8 +87,10 @@ def check_timeout(timeout: Any, name: str = "timeout", *, per_call: bool = False
     """
     if timeout is None:
         return None
-    what, off = (("seconds one env step, reset or policy call may take", "0 or None for no bound")
-                 if per_call else ("seconds for the whole audit", "None for no limit"))
+    what, unset = (("seconds one env step, reset or policy call may take",
+                    "0 or None for no bound")
+                   if per_call else ("seconds for the whole audit", "None for no limit"))
+    off = unset if off is None else off
     try:
         return number(name, timeout, low=0, high=MAX_TIMEOUT, low_open=True,
                       why=f" ({what}, at most a year)", error=error)
