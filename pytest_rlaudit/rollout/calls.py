@@ -164,31 +164,31 @@ class Watch:
         last: Any = None
         last_steps: Any = None
         since = time.monotonic()
-        named = False
-        sink = self.sink
+        named: Any = None  # the progress told of a wait
         period = tick(self.bound, self.mark)
         while not self._stop.wait(period):
             on = self.on
             steps = getattr(on, "steps", None)
             now = time.monotonic()
+            sink = self.sink
             if on is None or on is not last or steps != last_steps:
                 last, last_steps, since = on, steps, now
-                if named and sink is not None:
-                    sink.waiting(None)
-                named = False
+                if named is not None:
+                    named.waiting(None)
+                named = None
                 continue
             waited = now - since
             if waited >= self.mark and sink is not None:
                 sink.waiting(self.line(self.describe(on), waited))
-                named = True
+                named = sink
             if self.bound is not None and waited >= self.bound and not self.strike:
                 self.struck = self.describe(on)
                 if not self.signalled:
                     continue  # outside the main thread: named on the progress line only
                 self.stalled, self.strike = (on, steps), True
                 signal.pthread_kill(self.main, signal.SIGALRM)  # type: ignore[arg-type]
-        if named and sink is not None:
-            sink.waiting(None)
+        if named is not None:
+            named.waiting(None)
 
     def _fire(self, signum: int, frame: Any) -> None:
         if self.strike:
@@ -225,11 +225,13 @@ def watch() -> Watch | None:
 
 @contextmanager
 def bounded(seconds: float | None) -> Iterator[None]:
-    """Bound every call of the rollouts run in the block by ``seconds`` (None: no bound;
-    validated). The watcher itself runs where the calls are made (:func:`watching_calls`)."""
+    """Bound every call the block makes by ``seconds`` (None: no bound; validated), in
+    this process (watched from here on: checks and replays make calls too) and in the
+    processes it forks (:func:`arm_in_child`)."""
     token = _LIMIT.set(check_call_timeout(seconds))
     try:
-        yield
+        with watching_calls():
+            yield
     finally:
         _LIMIT.reset(token)
 
@@ -241,8 +243,13 @@ def watching_calls() -> Iterator[Watch | None]:
     nested blocks share it."""
     global _ACTIVE
     active = watch()
-    if active is not None:
-        yield active
+    if active is not None:  # the progress installed here, if any, is the one to tell
+        saved = active.sink
+        active.sink = progress.current() or saved
+        try:
+            yield active
+        finally:
+            active.sink = saved
         return
     bound = _LIMIT.get()
     if bound is None and progress.current() is None:

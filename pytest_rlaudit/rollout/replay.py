@@ -49,7 +49,8 @@ from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.reuse import UNSEEDED, reset_verdict, same
 from ..world.scenarios import NOMINAL
-from .checks import ActionChecker, show
+from . import calls
+from .checks import ActionChecker, show, where
 from .slots import SlotGroup
 
 __all__ = ["check_replay", "REPLAY_STEPS"]
@@ -163,8 +164,15 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
         reply = group.step(None, [(0, 0)])
         while reply.jobs:
             run.observations.append(reply.obs)  # stacked afresh at every step
+            watch = calls._ACTIVE
+            if watch is not None:
+                watch.on = calls.Noted("the policy call", "nominal", episode, len(run.actions),
+                                       f"in the seed replay, for "
+                                       f"{where('nominal', episode, seed, len(run.actions))}")
             try:
                 chosen, states = policy.act(reply.obs, states)
+                if watch is not None:
+                    watch.on = None
                 actions, bad = check_actions(chosen, 1)
             except Exception:
                 run.failed = True
