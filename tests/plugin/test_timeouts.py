@@ -207,3 +207,40 @@ def _alive(pid: int) -> bool:
             return False
         return True
     return state not in "ZX"
+
+
+# ------------------------------------------------ the bound on one call (issue 42, 2)
+
+
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_rl_call_timeout_bounds_one_step_with_no_rl_timeout(project, monkeypatch, how):
+    monkeypatch.delenv("HANG_IN", raising=False)
+    if how == "ini":
+        project.makeini("[pytest]\nrl_call_timeout = 0.5\n")
+    result = project.runpytest(*BASE, *(["--rl-call-timeout", "0.5"] if how == "option" else []))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*RolloutTimeoutError: env.step did not return within 0.5 s (the bound on one env "
+        "step, reset or policy call), at scenario '*', episode 2 (env seed 2), agent step 3. "
+        "If it is only slow, raise the bound (--rl-call-timeout SECONDS, rl_call_timeout in "
+        "the ini file, call_timeout= in the call) or remove it with 0*"])
+
+
+@pytest.mark.parametrize("text, seconds", [("none", 0.0), ("0", 0.0), (" None ", 0.0),
+                                           ("2.5", 2.5)])
+def test_rl_call_timeout_zero_or_none_removes_the_bound(text, seconds):
+    from pytest_rlaudit.auditing.settings import AuditSettings
+    from pytest_rlaudit.plugin.options import _call_timeout
+
+    assert _call_timeout(text) == seconds
+    assert AuditSettings(call_timeout=seconds).call_timeout == (seconds or None)
+
+
+@pytest.mark.parametrize("bad", ["-1", "abc", "inf", "1e10"])
+def test_bad_rl_call_timeouts_are_usage_errors(pytester: pytest.Pytester, bad):
+    result = pytester.runpytest("--rl-call-timeout", bad)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*argument --rl-call-timeout: must be a finite number in "
+                                 "(0, 3.1536e+07] (seconds one env step, reset or policy call "
+                                 "may take, at most a year), got *: pass *, or 0 or none for "
+                                 "no bound"])
