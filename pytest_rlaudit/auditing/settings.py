@@ -16,8 +16,7 @@ pytest_rlaudit.errors.InvalidArgumentError: episodes must be an integer >= 2 (a 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any

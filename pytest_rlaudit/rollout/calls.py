@@ -17,8 +17,10 @@ C call that never returns to the interpreter is not interrupted, and outside the
 thread the call is only named on the progress line. Worker processes and forked shards
 run a watcher of their own (:func:`arm_in_child`) and report as for the audit's deadline.
 
->>> with bounded(None):   # no bound: nothing watches
-...     watch() is None
+>>> with bounded(5):
+...     watch().bound
+5.0
+>>> watch() is None  # the watcher ends with the block
 True
 """
 

@@ -80,10 +80,11 @@ def check_timeout(timeout: Any, name: str = "timeout", *, per_call: bool = False
 
     >>> check_timeout(2), check_timeout(None)
     (2.0, None)
-    >>> check_timeout(1e10)
-    Traceback (most recent call last):
-    ...
-    pytest_rlaudit.errors.InvalidArgumentError: timeout must be a finite number in (0, 3.1536e+07] (seconds for the whole audit, at most a year), got 10000000000.0: pass at most a year of seconds, or None for no limit
+    >>> try:
+    ...     check_timeout(1e10)
+    ... except ValueError as exc:
+    ...     print(str(exc).split(", got ")[1])
+    10000000000.0: pass at most a year of seconds, or None for no limit
     """
     if timeout is None:
         return None

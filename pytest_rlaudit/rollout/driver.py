@@ -95,6 +95,8 @@ class Driver:
         self.keeps_rows = self.stateful or any(self.recorded)
         self.place = placer(names, indices, seed)
         self.sink = progress.current()  # None unless someone shows the audit's progress
+        self.steps = 0  # policy calls made while a watcher looks (see .calls)
+        self.acting: Reply | None = None  # the rows of the policy call under way
         policy.reset()
 
     def hand_out(self, wanted: int) -> list[Job]:
@@ -142,8 +144,10 @@ class Driver:
             self._check_rows(reply)  # rare: find the culprit for the message
         states = [self.state_of[job] for job in jobs] if self.stateful else None
         watch = calls._ACTIVE
-        if watch is not None:  # once per decision step: the rows say which call it is
-            watch.on = self._noted(reply)
+        if watch is not None:  # noted as the driver, which says which call when asked
+            self.steps += 1
+            self.acting = reply
+            watch.on = self
         try:
             raw, new_states = self.policy.act(obs_batch, states)
             if watch is not None:
@@ -179,12 +183,15 @@ class Driver:
         }
 
     # ------------------------------------------------------------------ errors
-    def _noted(self, reply: Reply) -> calls.Noted:
-        """The policy call for the rows of ``reply``, for the watcher (:mod:`.calls`)."""
+    def waiting_on(self) -> calls.Said:
+        """The policy call under way (on the rows of :attr:`acting`), for the watcher
+        (:mod:`.calls`: :attr:`steps` counts the calls, so a new one is told apart)."""
+        reply = self.acting
+        assert reply is not None  # noted only once set
         (s, e), step = reply.jobs[0], reply.steps[0]
         more = f" (and {len(reply.jobs) - 1} more rows)" if len(reply.jobs) > 1 else ""
-        return calls.Noted("the policy call", self.names[s], self.indices[e], step,
-                           f"for {self._where(reply.jobs[0], step)}{more}")
+        return ("the policy call", self.names[s], self.indices[e], step,
+                f"for {self._where(reply.jobs[0], step)}{more}")
 
     def _where(self, job: Job, step: int) -> str:
         s, e = job

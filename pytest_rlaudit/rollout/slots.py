@@ -36,8 +36,8 @@ from ..world.envs import AuditEnv
 from ..world.perturbations import seed_perturbations
 from ..world.perturbations.pgd import Pending, attack_all
 from ..world.scenarios import Scenario
-from .checks import CHECKED_STEPS, ObservationContract, unpacks_old_api, where
 from . import calls
+from .checks import CHECKED_STEPS, ObservationContract, unpacks_old_api, where
 from .deadline import Expired
 
 if TYPE_CHECKING:
