@@ -270,6 +270,25 @@ def watching_calls() -> Iterator[Watch | None]:
         _ACTIVE = None
 
 
+@contextmanager
+def paused() -> Iterator[None]:
+    """The watcher thread stopped for the block (a fork: a process forked with a second
+    thread running may deadlock, and Python 3.12+ warns of it), started again after."""
+    active = watch()
+    if active is None or active._thread is None:
+        yield
+        return
+    active._stop.set()
+    active._thread.join()
+    try:
+        yield
+    finally:
+        active._stop = threading.Event()
+        active._thread = threading.Thread(target=active._run, name="rlaudit-call-watch",
+                                          daemon=True)
+        active._thread.start()
+
+
 def arm_in_child() -> None:
     """In a forked process (a worker, a shard): watch its calls for its whole life under
     the bound in force where it was forked (threads do not survive a fork)."""

@@ -62,7 +62,8 @@ def start(context: Any, target: Callable[..., Any], args: Sequence[Any] = (), *,
     _load_prctl()
     process = context.Process(target=_child, args=(os.getpid(), target, tuple(args)),
                               daemon=True, name=name)
-    process.start()
+    with calls.paused():  # forked with one thread: this process's watcher stops meanwhile
+        process.start()
     return process
 
 

@@ -146,3 +146,16 @@ def test_a_policy_stall_inside_the_bound_changes_no_number():
                  episodes=2, call_timeout=5).to_dict()
     assert fast["scenarios"] == slow["scenarios"]
     assert np.isfinite(slow["scenarios"]["delay"]["ratio"])
+
+
+def test_the_watcher_stops_while_a_worker_is_forked():
+    # a process forked with a second thread running may deadlock (Python 3.12+ warns)
+    def watchers():
+        return [t for t in threading.enumerate() if t.name == "rlaudit-call-watch"]
+
+    with calls.bounded(5):
+        assert len(watchers()) == 1
+        with calls.paused():
+            assert watchers() == []
+        assert len(watchers()) == 1
+    assert watchers() == []
