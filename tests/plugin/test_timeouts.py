@@ -244,3 +244,13 @@ def test_bad_rl_call_timeouts_are_usage_errors(pytester: pytest.Pytester, bad):
                                  "(0, 3.1536e+07] (seconds one env step, reset or policy call "
                                  "may take, at most a year), got *: pass *, or 0 or none for "
                                  "no bound"])
+
+
+def test_the_option_says_the_default_bound_and_mark_the_core_uses():
+    # kept as text in the option table, which loads without the core (as BACKENDS)
+    from pytest_rlaudit.plugin.options import _BY_DEST
+    from pytest_rlaudit.rollout.calls import CALL_TIMEOUT, WAIT_MARK
+
+    option = _BY_DEST["rl_call_timeout"]
+    assert option.default == CALL_TIMEOUT
+    assert f"Default: {CALL_TIMEOUT:g}." in option.help and f"past {WAIT_MARK:g} s" in option.help
