@@ -142,8 +142,10 @@ class RolloutError(RLAuditError, RuntimeError):
 
 
 class RolloutTimeoutError(RolloutError, TimeoutError):
-    """An audit ran past its ``timeout`` (``--rl-timeout``): an env step or reset, or a
-    policy call, that did not return in time.
+    """An audit ran past its ``timeout`` (``--rl-timeout``), or one env step, reset or
+    policy call ran past the bound on one call (``call_timeout``, ``--rl-call-timeout``,
+    60 s by default, even with no ``timeout``; the message then begins with the call:
+    ``env.step``, ``env.reset`` or ``the policy call``, and says how to change the bound).
 
     ``scenario``, ``episode`` and ``step`` say where it was stuck (None where that could
     not be told, e.g. a Ray actor that did not answer), ``timeout`` the limit in seconds.

@@ -78,6 +78,8 @@ def _postfix(snapshot: Snapshot) -> str:
     text = "" if snapshot.left is None or ended else f"~{duration(snapshot.left)} left"
     if snapshot.suggest_workers:
         text += f"; one process: try {WORDS}"
+    if snapshot.waiting is not None:
+        text = snapshot.waiting
     return text
 
 

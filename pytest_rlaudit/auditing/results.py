@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rollout.deadline import within
+from ..rollout.calls import CALL_TIMEOUT
 from ..rollout.runner import DEFAULT_MAX_STEPS
 from ..stats import DEFAULT_THRESHOLDS, Thresholds
 from ..world import scenarios as registry
@@ -58,6 +58,7 @@ def audit(
     backend: str = "local",
     timeout: float | None = None,
     progress: bool | None = None,
+    call_timeout: float | None = CALL_TIMEOUT,
 ) -> AuditResult:
     """Audit ``agent`` on ``env`` under ``scenarios`` (default: the deployment + stress suite).
 
@@ -78,7 +79,10 @@ def audit(
     never returns is interrupted when the audit runs in the main thread (a ``SIGALRM``
     timer, sharing the signal with pytest-timeout's) and in worker processes; in another
     thread the deadline is checked between decision steps only (see
-    :mod:`pytest_rlaudit.rollout.deadline`).
+    :mod:`pytest_rlaudit.rollout.deadline`). ``call_timeout`` (seconds, default 60; None
+    or 0: no bound) bounds each env step, reset and policy call, even with no
+    ``timeout``: one that never returns stops the audit with the same error, naming the
+    call (see :mod:`pytest_rlaudit.rollout.calls`).
 
     ``progress``: once the audit has run about 2 s, show its episodes done of total and
     the time left in a tqdm bar (None, the default: when standard error is a terminal or
@@ -93,7 +97,7 @@ def audit(
         episodes=episodes, seed=seed, reference=reference, confidence=confidence,
         thresholds=thresholds or DEFAULT_THRESHOLDS, batch_size=batch_size,
         max_steps=max_steps, workers=workers, backend=backend, timeout=timeout,
-        progress=progress)
+        progress=progress, call_timeout=call_timeout)
     return run_audit(agent, env, scenarios, settings)
 
 
@@ -107,7 +111,7 @@ def run_audit(agent: Any, env: EnvLike, scenarios: ScenarioLike | Iterable[Scena
     already run (:func:`~.runs.audit_runs` runs them once for all its runs: they depend
     only on the env and the seeds); ``engine``: the engine to audit with, if made."""
     __tracebackhide__ = True  # pytest shows the caller's line
-    with within(settings.timeout):
+    with settings.limits():
         chosen = [s for s in registry.resolve(scenarios) if s.name != NOMINAL.name]
         engine = engine or Engine(agent, env, settings)
         engine.check(chosen)  # before any rollout, not after nominal

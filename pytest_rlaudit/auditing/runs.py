@@ -33,7 +33,7 @@ import numpy as np
 
 from .._format import fixed, interval
 from ..errors import InvalidArgumentError
-from ..rollout.deadline import within
+from ..rollout.calls import CALL_TIMEOUT
 from ..rollout.runner import DEFAULT_MAX_STEPS
 from ..stats import DEFAULT_THRESHOLDS, INCONCLUSIVE, Thresholds, rating
 from ..stats.runs import iqm, iqm_ci, performance_profile
@@ -244,6 +244,7 @@ def audit_runs(
     timeout: float | None = None,
     progress: bool | None = None,
     name: str | None = None,
+    call_timeout: float | None = CALL_TIMEOUT,
 ) -> RunsResult:
     """Audit every training run of a recipe on the same episodes; summarise across runs.
 
@@ -257,7 +258,8 @@ def audit_runs(
     the IQM's interval (runs resampled with replacement: see
     :func:`~pytest_rlaudit.stats.runs.runs_ratio_ci` for why that counts the episode
     noise too, and the measured coverage) and its rating. Fewer than 5 runs give wide
-    intervals. ``timeout`` bounds all the runs together; ``name`` labels the recipe in
+    intervals. ``timeout`` bounds all the runs together (``call_timeout`` each call, as in
+    :func:`~pytest_rlaudit.audit`); ``name`` labels the recipe in
     reports (default: the glob, else the runs' name if they share one, else the first
     run's and how many more). The other arguments are :func:`~pytest_rlaudit.audit`'s.
     A run that a plain audit refuses (one that does not beat the random policy, say)
@@ -268,13 +270,13 @@ def audit_runs(
         episodes=episodes, seed=seed, reference=reference, confidence=confidence,
         thresholds=thresholds or DEFAULT_THRESHOLDS, batch_size=batch_size,
         max_steps=max_steps, workers=workers, backend=backend, timeout=timeout,
-        progress=progress)
+        progress=progress, call_timeout=call_timeout)
     runs, pattern = resolve_runs(agents)
     started = time.perf_counter()
     each = settings.but(timeout=None)  # the deadline is the whole audit's, below
     randoms: list[tuple[EnvNeeds | None, np.ndarray]] = []
     results: list[AuditResult] = []
-    with within(settings.timeout):
+    with settings.limits():
         for j, agent in enumerate(runs):
             engine: Engine | None = None
             try:

@@ -16,7 +16,8 @@ pytest_rlaudit.errors.InvalidArgumentError: episodes must be an integer >= 2 (a 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,7 +27,8 @@ from .._checks import confidence as check_confidence
 from .._checks import integer
 from .._checks import seed as check_seed
 from .._seeding import episode_seeds
-from ..rollout.deadline import check_timeout
+from ..rollout.calls import CALL_TIMEOUT, bounded, check_call_timeout
+from ..rollout.deadline import check_timeout, within
 from ..rollout.runner import (
     DEFAULT_MAX_STEPS,
     EpisodeBatch,
@@ -57,8 +59,10 @@ class AuditSettings:
     :meth:`episode_seeds`); ``reference`` 0, a number or ``"random"``; ``confidence`` the
     intervals' level; ``thresholds`` the rating scale; ``batch_size``, ``max_steps``,
     ``workers`` and ``backend`` say how episodes run (never changing a number);
-    ``timeout`` seconds for the whole audit (None: no limit); ``progress`` the
-    progress bar (None: on a terminal).
+    ``timeout`` seconds for the whole audit (None: no limit); ``call_timeout`` seconds
+    one env step, reset or policy call may take (None or 0: no bound; see
+    :mod:`~pytest_rlaudit.rollout.calls`); ``progress`` the progress bar (None: on a
+    terminal).
     """
 
     episodes: int = 30
@@ -72,6 +76,7 @@ class AuditSettings:
     backend: str = "local"
     timeout: float | None = None
     progress: bool | None = None
+    call_timeout: float | None = CALL_TIMEOUT
 
     def __post_init__(self) -> None:
         # in the order the verbs always checked them: the first bad one is the one named
@@ -83,6 +88,7 @@ class AuditSettings:
         object.__setattr__(self, "workers", check_workers(self.workers))
         object.__setattr__(self, "backend", check_backend(self.backend))
         object.__setattr__(self, "timeout", check_timeout(self.timeout))
+        object.__setattr__(self, "call_timeout", check_call_timeout(self.call_timeout))
         object.__setattr__(self, "thresholds", self.thresholds or DEFAULT_THRESHOLDS)
 
     def but(self, **changes: Any) -> AuditSettings:
@@ -92,6 +98,12 @@ class AuditSettings:
         4
         """
         return replace(self, **changes)
+
+    @contextmanager
+    def limits(self) -> Iterator[None]:
+        """The block under the audit's ``timeout`` and the bound on each call."""
+        with within(self.timeout), bounded(self.call_timeout):
+            yield
 
     @property
     def random_reference(self) -> bool:

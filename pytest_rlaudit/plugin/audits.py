@@ -150,7 +150,7 @@ class ItemAudits:
         s = self.settings
         return AuditSettings(episodes=episodes, seed=s.seed, reference=s.reference,
                              batch_size=s.batch_size, workers=s.workers, backend=s.backend,
-                             timeout=s.timeout)
+                             timeout=s.timeout, call_timeout=s.call_timeout)
 
     # ---------------------------------------------------------------------- running
 

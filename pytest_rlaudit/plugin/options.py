@@ -116,13 +116,28 @@ def _backend(text: str) -> str:
     return value
 
 
-def _timeout(text: str) -> float:
+def _seconds(text: str) -> Any:
     try:
-        value: Any = float(text)
+        return float(text)
     except (TypeError, ValueError):
-        value = text
-    return number("", value, low=0, low_open=True, why=" (seconds)",
-                  error=argparse.ArgumentTypeError)
+        return text
+
+
+def _timeout(text: str) -> float | None:
+    from ..rollout.deadline import check_timeout
+
+    return check_timeout(_seconds(text), "", error=argparse.ArgumentTypeError,
+                         off="leave the option out for no limit")
+
+
+def _call_timeout(text: str) -> float:
+    """Seconds, or 0.0 for no bound (None would read as "not given")."""
+    from ..rollout.calls import check_call_timeout
+
+    value = str(text).strip().lower()
+    bound = check_call_timeout(value if value == "none" else _seconds(value), name="",
+                               error=argparse.ArgumentTypeError, off="0 or none for no bound")
+    return 0.0 if bound is None else bound
 
 
 #: The values of --rl-progress (what each does: :mod:`.progress`).
@@ -251,6 +266,11 @@ OPTIONS: tuple[Option, ...] = (
            "with RolloutTimeoutError naming the scenario, episode and step it was stuck in "
            "(an env step that never returns; worker processes are killed). Default: no "
            "limit.", "SECONDS"),
+    Option("--rl-call-timeout", _call_timeout, 60.0, "stop an audit when one env step, reset "
+           "or policy call runs longer than SECONDS (a deadlocked simulator), with "
+           "RolloutTimeoutError naming the call, scenario, episode and step; past 10 s the "
+           "progress line names the call it waits on. 0 or none: no bound. Default: 60.",
+           "SECONDS"),
     Option("--rl-save", _text, None, "save this run's audit results (per-episode returns with "
            "their seeds, ratios, intervals, ratings; agent, env, options, machine) to PATH, a "
            "baseline for --rl-compare.", "PATH"),
@@ -334,6 +354,7 @@ class Settings:
     workers: int | str | None
     backend: str
     timeout: float | None
+    call_timeout: float  # 0.0: no bound
     save: str | None
     compare: str | None
     compare_fail: tuple[Tolerance, ...]

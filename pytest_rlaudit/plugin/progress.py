@@ -24,6 +24,7 @@ Loading this module imports nothing heavy (the counter is standard library only)
 from __future__ import annotations
 
 import contextlib
+import shutil
 from typing import Any
 
 import pytest
@@ -54,6 +55,14 @@ def shows_progress(config: pytest.Config, when: str) -> bool:
         return bool(file is not None and file.isatty())
     except (AttributeError, ValueError, OSError):  # a closed or odd stream
         return False
+
+
+def columns(tw: Any) -> int:
+    """The terminal's width as it is: pytest's ``fullwidth`` says 80 for a terminal under
+    40 columns, where our text, written to that width, would wrap onto a row that no
+    backspace reaches back from (stale fragments were left at 20 columns)."""
+    full = int(tw.fullwidth)
+    return min(full, shutil.get_terminal_size((full, 24)).columns)
 
 
 class TerminalLine:
@@ -87,10 +96,12 @@ class TerminalLine:
             if line != self.line:
                 self.width = 0  # pytest wrote since: ours is not at the end of the line
             self.line = line
-            column, full = tw.width_of_current_line, tw.fullwidth
+            column, full = tw.width_of_current_line, columns(tw)
             if column < 0 or full <= 0:
                 return
-            room = full - column % full - 1 - 3  # "  (" and ")"; the last column stays free
+            # "  (" and ")" around the words, and the last column stays free: a character
+            # there leaves the cursor waiting to wrap, where a backspace is one column short
+            room = full - column % full - 1 - 4
             text = text_for(room)
             text = f"  ({text})" if text else ""
             if text == self.text and len(text) == self.width:

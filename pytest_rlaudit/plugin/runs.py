@@ -95,7 +95,7 @@ class RunsAudit:
         return audit_runs(policies, env, scenarios=scenarios, episodes=s.episodes,
                           seed=s.seed, reference=s.reference, batch_size=s.batch_size,
                           workers=s.workers, backend=s.backend, timeout=s.timeout,
-                          progress=False, name=s.agent_name or s.agent)
+                          call_timeout=s.call_timeout, progress=False, name=s.agent_name or s.agent)
 
     def run(self, audits: ItemAudits, item: pytest.Item, scenario: Any,
             scenarios: list[Any]) -> Any:

@@ -47,10 +47,10 @@ from contextvars import ContextVar
 from typing import Any
 
 from .._checks import number
-from ..errors import RolloutTimeoutError
+from ..errors import InvalidArgumentError, RolloutTimeoutError
 
 __all__ = ["Deadline", "Expired", "within", "current", "arm_in_child", "error_of",
-           "check_timeout", "GRACE"]
+           "check_timeout", "GRACE", "MAX_TIMEOUT"]
 
 #: Seconds past the deadline the runner waits for a worker process or Ray actor to say
 #: where it was stuck (their own timers fire at the deadline) before it names what they
@@ -65,16 +65,40 @@ _CURRENT: ContextVar[Deadline | None] = ContextVar("rlaudit_deadline", default=N
 
 
 
-def check_timeout(timeout: Any, name: str = "timeout") -> float | None:
-    """``timeout`` as seconds (None: no limit), or an error saying what to pass.
+#: The longest timeout accepted, in seconds (a year): the system's timer takes no more
+#: than some 2**31 s, and a longer one is no limit in practice.
+MAX_TIMEOUT = 365 * 24 * 3600.0
+
+
+def check_timeout(timeout: Any, name: str = "timeout", *, per_call: bool = False,
+                  error: type[Exception] = InvalidArgumentError,
+                  off: str | None = None) -> float | None:
+    """``timeout`` as seconds (None: no limit), or an error naming the value, the range
+    and the fix: the one check of both the whole audit's timeout and the bound on one call
+    (``per_call``, where 0 also means no bound: :func:`~.calls.check_call_timeout`).
+    ``off``: how to ask for no limit where it is not said with None (an option).
 
     >>> check_timeout(2), check_timeout(None)
     (2.0, None)
+    >>> try:
+    ...     check_timeout(1e10)
+    ... except ValueError as exc:
+    ...     print(str(exc).split(", got ")[1])
+    10000000000.0: pass at most a year of seconds, or None for no limit
     """
     if timeout is None:
         return None
-    return number(name, timeout, low=0, low_open=True,
-                  why=" (seconds for the whole audit; None for no limit)")
+    what, unset = (("seconds one env step, reset or policy call may take",
+                    "0 or None for no bound")
+                   if per_call else ("seconds for the whole audit", "None for no limit"))
+    off = unset if off is None else off
+    try:
+        return number(name, timeout, low=0, high=MAX_TIMEOUT, low_open=True,
+                      why=f" ({what}, at most a year)", error=error)
+    except error as exc:
+        high = isinstance(timeout, (int, float)) and timeout > MAX_TIMEOUT
+        fix = "pass at most a year of seconds" if high else "pass a number of seconds above 0"
+        raise error(f"{exc}: {fix}, or {off}") from None
 
 
 class Expired(BaseException):

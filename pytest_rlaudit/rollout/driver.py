@@ -29,7 +29,7 @@ from .._seeding import POLICY_STREAM, episode_seed_sequence, episode_seeds
 from ..errors import RolloutError
 from ..world.agents import Policy
 from ..world.scenarios import Scenario
-from . import progress
+from . import calls, progress
 from .batches import EpisodeBatch
 from .checks import ActionChecker, action_refused, agent_failed, all_finite, check_obs
 from .deadline import Expired, current
@@ -53,7 +53,8 @@ def drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios: 
     # frees up starts its next episode at once; a few, so no group hoards the queue's tail.
     driver = Driver(policy, jobs, scenarios, indices, seed=seed, record=record, space=space,
                     backlog=0 if len(groups) == 1 else 2)
-    Turns(driver, phases).run()
+    with calls.watching_calls():
+        Turns(driver, phases).run()
     return driver.batches()
 
 
@@ -94,6 +95,8 @@ class Driver:
         self.keeps_rows = self.stateful or any(self.recorded)
         self.place = placer(names, indices, seed)
         self.sink = progress.current()  # None unless someone shows the audit's progress
+        self.steps = 0  # policy calls made while a watcher looks (see .calls)
+        self.acting: Reply | None = None  # the rows of the policy call under way
         policy.reset()
 
     def hand_out(self, wanted: int) -> list[Job]:
@@ -145,8 +148,15 @@ class Driver:
         if not all_finite(obs_batch):
             self._check_rows(reply)  # rare: find the culprit for the message
         states = [self.state_of[job] for job in jobs] if self.stateful else None
+        watch = calls._ACTIVE
+        if watch is not None:  # noted as the driver, which says which call when asked
+            self.steps += 1
+            self.acting = reply
+            watch.on = self
         try:
             raw, new_states = self.policy.act(obs_batch, states)
+            if watch is not None:
+                watch.on = None
             actions, bad = self.check_actions(raw, len(jobs))
         except Exception as exc:
             raise self._failed(exc, reply) from exc
@@ -178,6 +188,20 @@ class Driver:
         }
 
     # ------------------------------------------------------------------ errors
+    def waiting_on(self) -> calls.Said:
+        """The policy call under way (on the rows of :attr:`acting`), for the watcher
+        (:mod:`.calls`: :attr:`steps` counts the calls, so a new one is told apart)."""
+        reply = self.acting
+        assert reply is not None  # noted only once set
+        (s, e), step = reply.jobs[0], reply.steps[0]
+        more = f" (and {len(reply.jobs) - 1} more rows)" if len(reply.jobs) > 1 else ""
+        return ("the policy call", self.names[s], self.indices[e], step,
+                f"for {self._where(reply.jobs[0], step)}{more}")
+
+    def _where(self, job: Job, step: int) -> str:
+        s, e = job
+        return where(self.names[s], self.indices[e], self.seed, step)
+
     def _check_rows(self, reply: Reply) -> None:
         """Raise for the first row whose observation is not finite."""
         for i, (s, e) in enumerate(reply.jobs):

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..world.agents.torch import after_fork
-from . import deadline
+from . import calls, deadline
 
 __all__ = ["start", "stop", "parent_end", "die_with_parent"]
 
@@ -62,7 +62,8 @@ def start(context: Any, target: Callable[..., Any], args: Sequence[Any] = (), *,
     _load_prctl()
     process = context.Process(target=_child, args=(os.getpid(), target, tuple(args)),
                               daemon=True, name=name)
-    process.start()
+    with calls.paused():  # forked with one thread: this process's watcher stops meanwhile
+        process.start()
     return process
 
 
@@ -72,6 +73,7 @@ def _child(parent: int, target: Callable[..., Any], args: tuple[Any, ...]) -> No
     die_with_parent(parent)
     after_fork()
     deadline.arm_in_child()
+    calls.arm_in_child()
     target(*args)
 
 

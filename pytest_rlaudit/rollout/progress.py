@@ -71,6 +71,9 @@ class Snapshot:
     elapsed: float
     left: float | None = None
     suggest_workers: bool = False
+    #: the call the audit has been waiting on past :data:`~.calls.WAIT_MARK` seconds, in
+    #: words (:meth:`Progress.waiting`), else None
+    waiting: str | None = None
 
 
 class Progress:
@@ -110,6 +113,7 @@ class Progress:
         self._rate: float | None = None
         self._rate_at = 0.0
         self._rate_steps = 0
+        self.waiting_on: str | None = None
 
     # ------------------------------------------------------------ told by the runner
 
@@ -141,6 +145,17 @@ class Progress:
         now = self.clock()
         if now >= self._next:
             self._tick(now)
+
+    def waiting(self, words: str | None) -> None:
+        """The runner has been waiting on one call for long (``words`` say which and for
+        how long: :mod:`.calls`, from its watcher thread), or no longer (None): shown at
+        once, whatever the delay."""
+        if words == self.waiting_on:
+            return
+        self.waiting_on = words
+        if self.display is not None and (words is not None or self.shown):
+            self.display(self.snapshot())
+            self.shown += 1
 
     def ran_elsewhere(self, lengths: Iterable[Iterable[int]]) -> None:
         """Episodes that ran in other processes ended: their lengths in agent steps, per
@@ -193,7 +208,7 @@ class Progress:
         left = self.remaining_steps()
         seconds = None if left is None or not self._rate else left / self._rate
         return Snapshot(self.done, max(self.total, self.expected), now - self.began,
-                        seconds, self.suggest_workers)
+                        seconds, self.suggest_workers, self.waiting_on)
 
     def _tick(self, now: float) -> None:
         ran = now - (self.rollout_began if self.rollout_began is not None else self.began)
@@ -317,6 +332,8 @@ def describe(snapshot: Snapshot, *, words: str, room: int | None = None) -> str:
     count = f"{snapshot.done}/{snapshot.total}"
     left = snapshot.left
     forms = []
+    if snapshot.waiting is not None:  # a call that does not return says more than the rest
+        forms += [f"{count} episodes, {snapshot.waiting}", snapshot.waiting]
     if left is not None:
         long = f"{count} episodes, ~{duration(left)} left"
         if snapshot.suggest_workers:

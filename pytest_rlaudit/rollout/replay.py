@@ -67,8 +67,9 @@ from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.reuse import UNSEEDED, reset_verdict, same
 from ..world.scenarios import NOMINAL
+from . import calls
 from .batches import EpisodeBatch
-from .checks import ActionChecker, action_refused, agent_failed, show
+from .checks import ActionChecker, action_refused, agent_failed, show, where
 from .runner import DEFAULT_MAX_STEPS
 from .slots import SlotGroup
 
@@ -261,8 +262,15 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
         while reply.jobs:
             run.observations.append(reply.obs)  # stacked afresh at every step
             t = reply.steps[0]
+            watch = calls._ACTIVE
+            if watch is not None:
+                watch.on = calls.Noted("the policy call", "nominal", episode, t,
+                                       f"in the seed replay, for "
+                                       f"{where('nominal', episode, seed, t)}")
             try:
                 chosen, states = policy.act(reply.obs, states)
+                if watch is not None:
+                    watch.on = None
                 actions, bad = check_actions(chosen, 1)
             except Exception as exc:
                 raise agent_failed(exc, [(NOMINAL.name, episode, t)], seed) from exc

@@ -36,6 +36,7 @@ from ..world.envs import AuditEnv
 from ..world.perturbations import seed_perturbations
 from ..world.perturbations.pgd import Pending, attack_all
 from ..world.scenarios import Scenario
+from . import calls
 from .checks import CHECKED_STEPS, ObservationContract, unpacks_old_api, where
 from .deadline import Expired
 
@@ -119,9 +120,10 @@ class _StepCounter(gym.Wrapper):
 
 
 class _Slot:
-    __slots__ = ("counter", "env", "job", "lost", "obs", "ret", "steps")
+    __slots__ = ("counter", "env", "group", "job", "lost", "obs", "ret", "steps")
 
-    def __init__(self) -> None:
+    def __init__(self, group: SlotGroup) -> None:
+        self.group = group  # for the watcher's words (:meth:`waiting_on`)
         self.job: Job | None = None
         self.env: gym.Env | None = None
         self.counter: _StepCounter | None = None
@@ -129,6 +131,14 @@ class _Slot:
         self.ret = 0.0
         self.steps = 0
         self.lost = 0  # lives lost so far in the episode (Atari), as the env's info says
+
+    def waiting_on(self) -> calls.Said:
+        """The env step this slot is taking, for :mod:`.calls` (noted as the slot itself:
+        nothing is made per step)."""
+        group, (s, e) = self.group, self.job or (0, 0)
+        name, episode = group.names[s], group.indices[e]
+        return ("env.step", name, episode, self.steps,
+                f"at {where(name, episode, group.seed, self.steps)}")
 
 
 if TYPE_CHECKING:
@@ -195,7 +205,7 @@ class SlotGroup:
         self.reuse = reuse
         self.spaces = spaces
         self.policy = policy
-        self.slots = [_Slot() for _ in range(slots)]
+        self.slots = [_Slot(self) for _ in range(slots)]
         self.active: list[_Running] = []
         self.idle: list[_Slot] = list(self.slots)
         self.queue: deque[Job] = deque()
@@ -277,6 +287,10 @@ class SlotGroup:
         run.ret, run.steps, run.lost = 0.0, 0, 0
         seed_perturbations(run.env, episode_seed_sequence(self.seed, episode, self.names[s]))
         run.counter.at = (self.names[s], episode, self.seed)
+        watch = calls._ACTIVE
+        if watch is not None:
+            watch.on = calls.Noted("env.reset", self.names[s], episode, 0,
+                                   f"at {where(self.names[s], episode, self.seed, 0)}")
         try:
             run.obs, _ = run.env.reset(seed=self.seed + episode)
         except EnvContractError:
@@ -315,7 +329,10 @@ class SlotGroup:
         finished: list[Finished] = []
         still: list[_Running] = []
         restarted: list[Job] = []
+        watch = calls._ACTIVE  # notes each call for the watcher: one store (see .calls)
         for i, slot in enumerate(self.active):
+            if watch is not None:
+                watch.on = slot
             try:
                 obs, reward, terminated, truncated, info = slot.env.step(actions[i])
             except EnvContractError:
@@ -361,6 +378,8 @@ class SlotGroup:
             started.append(job)
             still.append(running)
         self.active = still
+        if watch is not None:
+            watch.on = None  # no call of this group's under way
         return Reply([slot.job for slot in still], self._batch(still) if still else None,
                      [slot.steps for slot in still], started, finished, len(self.queue),
                      restarted)

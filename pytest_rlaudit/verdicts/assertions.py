@@ -22,7 +22,7 @@ from ..auditing.records import Gate
 from ..auditing.reference import reference_score
 from ..auditing.settings import AuditSettings, check_episodes
 from ..errors import RobustnessError
-from ..rollout.deadline import within
+from ..rollout.calls import CALL_TIMEOUT
 from ..rollout.runner import DEFAULT_MAX_STEPS
 from ..stats import (
     DEFAULT_THRESHOLDS,
@@ -123,6 +123,7 @@ def assert_robust(
     workers: int | str | None = None,
     backend: str = "local",
     timeout: float | None = None,
+    call_timeout: float | None = CALL_TIMEOUT,
 ) -> ScenarioResult:
     """Assert that ``agent`` keeps its return on ``env`` under ``scenario``; return its numbers.
 
@@ -141,7 +142,8 @@ def assert_robust(
     reached (a group-sequential design: see :func:`pytest_rlaudit.stats.adaptive_sample`
     for the error control). ``workers`` and ``backend`` say where episodes run, as in
     :func:`~pytest_rlaudit.audit` (never changing a number); ``timeout`` bounds the whole
-    check in seconds, as there (:class:`~pytest_rlaudit.errors.RolloutTimeoutError`). Raises
+    check in seconds, as there (:class:`~pytest_rlaudit.errors.RolloutTimeoutError`), and
+    ``call_timeout`` each env step, reset and policy call (default 60 s; 0: none). Raises
     :class:`RobustnessError` with the numbers, the seed to reproduce and the diagnosis.
     """
     __tracebackhide__ = True  # pytest shows the test's line, then this message
@@ -152,7 +154,7 @@ def assert_robust(
         episodes=episodes, seed=seed, reference=reference, confidence=confidence,
         max_episodes=max_episodes, target_ci_width=target_ci_width, batch_size=batch_size,
         thresholds=thresholds, max_steps=max_steps, workers=workers, backend=backend,
-        timeout=timeout)
+        timeout=timeout, call_timeout=call_timeout)
     if not check.passed:
         raise RobustnessError(check.message, check.result)
     return check.result
@@ -179,6 +181,7 @@ def check_robust(
     backend: str = "local",
     cache: MutableMapping[Hashable, Any] | None = None,
     timeout: float | None = None,
+    call_timeout: float | None = CALL_TIMEOUT,
 ) -> RobustnessCheck:
     """:func:`assert_robust` without the raise: the numbers and the verdict.
 
@@ -188,7 +191,8 @@ def check_robust(
     episode range, so that several scenarios of one agent share them (the pytest plugin
     keeps one per process, and one per hypothesis test for the examples to share).
     Only share a cache while the agent does not change: it is keyed by identity.
-    ``timeout``: seconds for the whole check, rollouts cached or not (None: no limit).
+    ``timeout``: seconds for the whole check, rollouts cached or not (None: no limit);
+    ``call_timeout``: seconds each env step, reset or policy call may take (0: no bound).
 
     >>> check = check_robust("random", "CartPole-v1", "delay", min_ratio=0.5, episodes=8)
     >>> check.passed, check.result.name
@@ -200,7 +204,8 @@ def check_robust(
     settings = AuditSettings(
         episodes=episodes, seed=seed, reference=reference, confidence=confidence,
         thresholds=thresholds or DEFAULT_THRESHOLDS, batch_size=batch_size,
-        max_steps=max_steps, workers=workers, backend=backend, timeout=timeout)
+        max_steps=max_steps, workers=workers, backend=backend, timeout=timeout,
+        call_timeout=call_timeout)
     gate: Gate | None = None
     if min_ratio is not None or min_rating is not None:
         gate = {"min_ratio": min_ratio, "min_rating": min_rating, "mode": mode}
@@ -220,7 +225,7 @@ def robustness_check(agent: Any, env: EnvLike, scenario: ScenarioLike, settings:
     given: Gate = gate or {"min_ratio": None, "min_rating": None, "mode": "point"}
     _checked_arguments(given["mode"], given["min_ratio"], given["min_rating"],
                        settings.episodes, max_episodes, target_ci_width)
-    with within(settings.timeout):
+    with settings.limits():
         chosen = _scenario(scenario)
         engine = Engine(agent, env, settings, cache if cache is not None else shared_cache())
         engine.check([chosen])

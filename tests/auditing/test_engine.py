@@ -43,7 +43,12 @@ def test_every_verb_measures_a_scenario_alike(name):
     ({"reference": "median"}, "reference must be a number or 'random'"),
     ({"workers": "many"}, "workers"),
     ({"backend": "dask"}, "backend must be one of 'local', 'ray'"),
-    ({"timeout": 0}, "timeout must be a finite number > 0"),
+    ({"timeout": 0}, r"timeout must be a finite number in \(0, "),
+    ({"timeout": 1e10}, r"timeout must be a finite number in \(0, 3.1536e\+07\]"),
+    ({"call_timeout": -1}, r"call_timeout must be a finite number in \(0, 3.1536e\+07\] "
+                           r"\(seconds one env step, reset or policy call may take"),
+    ({"call_timeout": 1e10}, r"call_timeout .*got 10000000000.0: pass at most a year of "
+                             r"seconds, or 0 or None for no bound"),
 ])
 def test_settings_refuse_a_bad_value_naming_it(changes, match):
     with pytest.raises(ValueError, match=match):

@@ -178,12 +178,13 @@ def test_pytest_timeouts_signal_method_still_fires_first_beside_rl_timeout(proje
     assert "RolloutTimeoutError" not in out.stdout
 
 
-@pytest.mark.parametrize("bad", ["0", "-1", "abc", "inf"])
+@pytest.mark.parametrize("bad", ["0", "-1", "abc", "inf", "1e10"])
 def test_bad_rl_timeouts_are_usage_errors(pytester: pytest.Pytester, bad):
     result = pytester.runpytest("--rl-timeout", bad)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*argument --rl-timeout: must be a finite number > 0 (seconds), "
-                                 "got *"])
+    result.stderr.fnmatch_lines(["*argument --rl-timeout: must be a finite number in "
+                                 "(0, 3.1536e+07] (seconds for the whole audit, at most a "
+                                 "year), got *: pass *, or leave the option out for no limit"])
 
 
 def test_a_bad_rl_timeout_ini_key_is_a_usage_error(pytester: pytest.Pytester):
@@ -191,8 +192,9 @@ def test_a_bad_rl_timeout_ini_key_is_a_usage_error(pytester: pytest.Pytester):
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     result = pytester.runpytest("--rl-audit")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*ini option rl_timeout = '0': must be a finite number > 0 "
-                                 "(seconds), got 0.0*"])
+    result.stderr.fnmatch_lines(["*ini option rl_timeout = '0': must be a finite number in "
+                                 "(0, 3.1536e+07] (seconds for the whole audit, at most a "
+                                 "year), got 0.0: pass a number of seconds above 0*"])
 
 
 def _alive(pid: int) -> bool:
@@ -207,3 +209,50 @@ def _alive(pid: int) -> bool:
             return False
         return True
     return state not in "ZX"
+
+
+# ------------------------------------------------ the bound on one call (issue 42, 2)
+
+
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_rl_call_timeout_bounds_one_step_with_no_rl_timeout(project, monkeypatch, how):
+    monkeypatch.delenv("HANG_IN", raising=False)
+    if how == "ini":
+        project.makeini("[pytest]\nrl_call_timeout = 0.5\n")
+    result = project.runpytest(*BASE, *(["--rl-call-timeout", "0.5"] if how == "option" else []))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*RolloutTimeoutError: env.step did not return within 0.5 s (the bound on one env "
+        "step, reset or policy call), at scenario '*', episode 2 (env seed 2), agent step 3. "
+        "If it is only slow, raise the bound (--rl-call-timeout SECONDS, rl_call_timeout in "
+        "the ini file, call_timeout= in the call) or remove it with 0*"])
+
+
+@pytest.mark.parametrize("text, seconds", [("none", 0.0), ("0", 0.0), (" None ", 0.0),
+                                           ("2.5", 2.5)])
+def test_rl_call_timeout_zero_or_none_removes_the_bound(text, seconds):
+    from pytest_rlaudit.auditing.settings import AuditSettings
+    from pytest_rlaudit.plugin.options import _call_timeout
+
+    assert _call_timeout(text) == seconds
+    assert AuditSettings(call_timeout=seconds).call_timeout == (seconds or None)
+
+
+@pytest.mark.parametrize("bad", ["-1", "abc", "inf", "1e10"])
+def test_bad_rl_call_timeouts_are_usage_errors(pytester: pytest.Pytester, bad):
+    result = pytester.runpytest("--rl-call-timeout", bad)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*argument --rl-call-timeout: must be a finite number in "
+                                 "(0, 3.1536e+07] (seconds one env step, reset or policy call "
+                                 "may take, at most a year), got *: pass *, or 0 or none for "
+                                 "no bound"])
+
+
+def test_the_option_says_the_default_bound_and_mark_the_core_uses():
+    # kept as text in the option table, which loads without the core (as BACKENDS)
+    from pytest_rlaudit.plugin.options import _BY_DEST
+    from pytest_rlaudit.rollout.calls import CALL_TIMEOUT, WAIT_MARK
+
+    option = _BY_DEST["rl_call_timeout"]
+    assert option.default == CALL_TIMEOUT
+    assert f"Default: {CALL_TIMEOUT:g}." in option.help and f"past {WAIT_MARK:g} s" in option.help

@@ -50,12 +50,17 @@ def test_check_robust_assert_robust_and_tolerance_take_the_same_timeout():
         assert info.value.episode == 2 and info.value.step == 3
 
 
-@pytest.mark.parametrize("bad", [0, -1, math.inf, math.nan, "5", True])
+@pytest.mark.parametrize("bad", [0, -1, math.inf, math.nan, "5", True, 1e10])
 def test_bad_timeouts_are_refused_before_anything_runs(bad):
-    with pytest.raises(InvalidArgumentError, match=r"^timeout must be a finite number > 0 "
-                                                   r"\(seconds for the whole audit; None for "
-                                                   r"no limit\), got "):
+    # 1e10 was an OverflowError ("timestamp out of range") from the system's timer
+    with pytest.raises(InvalidArgumentError, match=r"^timeout must be a finite number in "
+                                                   r"\(0, 3\.1536e\+07\] \(seconds for the "
+                                                   r"whole audit, at most a year\), got .*, "
+                                                   r"or None for no limit$") as info:
         audit(zeros, Hangs, scenarios=["delay"], episodes=4, timeout=bad)
+    fix = ("pass at most a year of seconds" if bad in (1e10, math.inf)
+           else "pass a number of seconds above 0")
+    assert fix in str(info.value) and repr(bad) in str(info.value)
 
 
 def test_a_slow_audit_that_ends_in_time_gives_the_numbers_of_an_unbounded_one(controller):
