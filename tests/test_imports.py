@@ -71,6 +71,26 @@ def test_pytest_with_the_plugin_imports_nothing_heavy(tmp_path):
     assert "HEAVY=\n" in out.stdout, out.stdout
 
 
+def test_an_unrelated_pytest_run_imports_no_report_renderer(tmp_path):
+    # the renderers (summary, rows, badges, html, chart, markdown) serve audits: a run
+    # without one, with or without a JUnit file, never imports them
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    (tmp_path / "conftest.py").write_text(
+        "import sys\n"
+        "def pytest_unconfigure(config):\n"  # after every plugin's sessionfinish
+        "    ours = sorted(m for m in sys.modules if m.startswith('pytest_rlaudit.'))\n"
+        "    print('OURS=' + ','.join(ours))\n"
+    )
+    for extra in ([], ["--junitxml", str(tmp_path / "junit.xml")]):
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+                              *extra, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
+        assert out.returncode == 0, out.stdout + out.stderr
+        (line,) = [x for x in out.stdout.splitlines() if x.startswith("OURS=")]
+        loaded = set(line[len("OURS="):].split(","))
+        assert "pytest_rlaudit.plugin" in loaded  # the plugin did load
+        assert not {m for m in loaded if m.startswith("pytest_rlaudit.reports")}, extra
+
+
 def test_the_public_hall_lists_the_design_names_and_every_error_still_imports_from_the_top():
     import pytest_rlaudit
     from pytest_rlaudit import errors
