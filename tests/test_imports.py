@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "hypothesis", "ray", "tqdm", "ale_py", "cv2")
 
 
@@ -38,6 +40,7 @@ def test_the_public_api_imports_scipy_stats_only_when_a_statistic_is_computed():
     assert "scipy.stats" in computed
 
 
+@pytest.mark.needs_torch  # SB3 in a subprocess
 def test_loading_an_sb3_zip_for_an_audit_builds_no_optimizer():
     # a torch optimizer's first add_param_group imports torch._dynamo: 1.5-2.5 s a process
     zip_path = Path(__file__).parents[1] / "examples" / "ppo_cartpole.zip"
