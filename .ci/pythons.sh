@@ -46,9 +46,10 @@ for py in "${pythons[@]}"; do
     echo "== Python $version: venv $venv"
     "$py" -m venv "$venv"
     # hypothesis, matplotlib, tqdm: the extras that need no torch; pyyaml reads zoo folders;
-    # the neighbour plugins of tests/plugin/test_neighbours.py
+    # sybil runs the docs' examples (tests/test_docs_reference.py); the neighbour plugins of
+    # tests/plugin/test_neighbours.py
     "$venv/bin/python" -m pip install --quiet "pytest-rlaudit[hypothesis,plot,progress] @ file://$wheel" \
-        pyyaml pytest-rerunfailures pytest-randomly pytest-timeout pytest-html
+        pyyaml sybil pytest-rerunfailures pytest-randomly pytest-timeout pytest-html
     if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
         echo "Python $version: torch is installed, so this is not the stage without it"; exit 1
     fi
@@ -58,8 +59,9 @@ for py in "${pythons[@]}"; do
         printf 'def test_unrelated():\n    assert 1 + 1 == 2\n' > test_unrelated.py
         "$venv/bin/pytest" -q -p no:cacheprovider > out.txt 2>&1 || { cat out.txt; exit 1; }
         cat out.txt
-        ! grep -q "could not load" out.txt
-        "$venv/bin/pytest" --help | grep -q -- "--rl-audit"  # the plugin, not its stand-in
+        if grep -q "could not load" out.txt; then exit 1; fi
+        "$venv/bin/pytest" --help > help.txt  # the plugin's options: the plugin, not its stand-in
+        grep -q -- "--rl-audit" help.txt
     )
     (   # 3. the tests that need no torch, against the installed wheel
         cd "$clone"
