@@ -31,7 +31,11 @@ spread machine noise; the table gives medians and their differences from base. E
 0 whatever the figures (a failed build or run is an error). Target: the plugin venv at most
 30 ms slower than base.
 
-    python benchmarks/bench_startup.py [--runs 15] [--repo PATH] [--keep DIR]
+    python benchmarks/bench_startup.py [--runs 15] [--repo PATH] [--keep DIR] [--against PATH]
+
+``--against PATH`` times another checkout of the project too (``git archive BASE | tar -x
+-C PATH``), in a venv of its own with the same pins, in the same round-robin: on a busy
+machine only a difference measured in the same rounds means anything.
 
 ``--keep DIR`` builds the venvs in DIR and leaves them there; a later run reuses each venv
 whose requirements are unchanged (and reinstalls only the project when just its source
@@ -101,9 +105,9 @@ def _digest(*parts: str | bytes) -> str:
     return h.hexdigest()
 
 
-def _build_project(repo: Path, work: Path) -> tuple[Path, str]:
+def _build_project(repo: Path, work: Path, name: str = "") -> tuple[Path, str]:
     """Copy the project out of the repo, build its wheel; return the wheel and a source digest."""
-    src, wheels = work / "src", work / "wheel"
+    src, wheels = work / f"src{name}", work / f"wheel{name}"
     for d in (src, wheels):
         shutil.rmtree(d, ignore_errors=True)
     ignore_names = shutil.ignore_patterns(*COPY_IGNORE)
@@ -146,7 +150,7 @@ def _venv(path: Path, requirements: list[str], constraints: str, deps_key: str,
     return True
 
 
-def _build_venvs(repo: Path, work: Path) -> tuple[list[Variant], list[str]]:
+def _build_venvs(repo: Path, work: Path, against: Path | None = None) -> tuple[list[Variant], list[str]]:
     """The variants to time, and notes on how the venvs were made."""
     wheel, src_digest = _build_project(repo, work)
     with zipfile.ZipFile(wheel) as zf:  # what pip will see: Requires-Dist and Provides-Extra
@@ -171,6 +175,11 @@ def _build_venvs(repo: Path, work: Path) -> tuple[list[Variant], list[str]]:
                            (wheel, src_digest)))
     else:
         notes.append("pyproject.toml has no [hypothesis] extra: plugin[hypothesis] not measured")
+    if against is not None:  # the same venv but for the project: another commit's
+        other, other_digest = _build_project(against, work, "-against")
+        variants.append(Variant("plugin (--against)", venvs / "plugin-against"))
+        built.append(_venv(venvs / "plugin-against", [str(other)], pins, deps_key, (other, other_digest)))
+        notes.append(f"plugin (--against): {against}")
     pytest_pin = next((line for line in freeze if line.startswith("pytest==")), "pytest")
     notes.insert(0, f"venvs in {venvs}: {sum(built)} built, {len(built) - sum(built)} reused; "
                     f"{pytest_pin} in all (pins from the plugin venv)")
@@ -219,6 +228,9 @@ def _report(variants: list[Variant], runs: int) -> None:
     own = med["plugin"] - med["plugin -p no:rlaudit"]
     print(f"our own modules (plugin vs plugin -p no:rlaudit): {own:+.1f} ms; our dependencies' plugins "
           f"(plugin -p no:rlaudit vs base): {med['plugin -p no:rlaudit'] - base:+.1f} ms")
+    if "plugin (--against)" in med:
+        print(f"this tree vs --against: {med['plugin'] - med['plugin (--against)']:+.1f} ms "
+              f"(medians); --against adds {med['plugin (--against)'] - base:.1f} ms to base")
     extra = med["plugin"] - base
     print(f"installing pytest-rlaudit adds {extra:.1f} ms (target <= {TARGET_MS:.0f} ms): "
           f"{'PASS' if extra <= TARGET_MS else 'MISS'}")
@@ -229,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=15, help="timed runs per variant (default 15)")
     parser.add_argument("--repo", type=Path, default=DEFAULT_REPO,
                         help="project to install (default: the repo holding this script)")
+    parser.add_argument("--against", type=Path, metavar="PATH",
+                        help="also time another checkout of the project (a base commit: "
+                             "git archive BASE | tar -x -C PATH), in the same rounds")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="build the venvs in DIR and keep them; reuse those already built there")
     args = parser.parse_args(argv)
@@ -236,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         work = args.keep.resolve() if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        variants, notes = _build_venvs(args.repo.resolve(), work)
+        variants, notes = _build_venvs(args.repo.resolve(), work,
+                                       args.against.resolve() if args.against else None)
         built = time.perf_counter()
         _measure(variants, work, args.runs)
         for note in notes:

@@ -12,7 +12,12 @@ import inner_runs
 import numpy as np
 import pytest
 import registries
+import torch_free
 from cartpole_agents import source
+
+# Before any test module imports: without torch (the other Pythons' stage of .ci/run),
+# what needs it is skipped and the rest runs.
+torch_free.install()
 
 
 def _end_rerunfailures_busy_loop() -> None:
@@ -146,6 +151,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     workers, each starting Ray anew, in the last minute of the run. At the front of the
     first worker's share nothing is taken from them."""
     items.sort(key=lambda item: item.path.name != "test_ray.py")  # stable: the rest keep their order
+    torch_free.skip_marked(items)
 
 
 def _keep_scipy_stats_across_pytester_tests() -> None:
@@ -169,6 +175,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", torch_free.MARKER)
     config.addinivalue_line(
         "markers", "inner_plugins(*names): plugins of the dev extra this test's inner pytest "
         "runs load, and \"rewrite\" for assertion rewriting (tests/inner_runs.py leaves them "

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "hypothesis", "ray", "tqdm", "ale_py", "cv2")
 
 
@@ -19,8 +21,10 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_import_and_plugin_load_import_nothing_heavy():
-    loaded = _modules_after("import pytest_rlaudit, pytest_rlaudit.plugin")
-    assert not loaded & {*HEAVY, "gymnasium", "scipy"}
+    loaded = _modules_after("import pytest_rlaudit, pytest_rlaudit._entry")  # what pytest loads
+    assert "pytest_rlaudit.plugin" in loaded
+    assert not loaded & {*HEAVY, "gymnasium", "scipy", "numpy"}
+    assert not {m for m in loaded if m.startswith("pytest_rlaudit.reports")}
 
 
 def test_a_schedule_is_plain_data():
@@ -38,6 +42,7 @@ def test_the_public_api_imports_scipy_stats_only_when_a_statistic_is_computed():
     assert "scipy.stats" in computed
 
 
+@pytest.mark.needs_torch  # SB3 in a subprocess
 def test_loading_an_sb3_zip_for_an_audit_builds_no_optimizer():
     # a torch optimizer's first add_param_group imports torch._dynamo: 1.5-2.5 s a process
     zip_path = Path(__file__).parents[1] / "examples" / "ppo_cartpole.zip"
@@ -69,6 +74,26 @@ def test_pytest_with_the_plugin_imports_nothing_heavy(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
                           str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
     assert "HEAVY=\n" in out.stdout, out.stdout
+
+
+def test_an_unrelated_pytest_run_imports_no_report_renderer(tmp_path):
+    # the renderers (summary, rows, badges, html, chart, markdown) serve audits: a run
+    # without one, with or without a JUnit file, never imports them
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    (tmp_path / "conftest.py").write_text(
+        "import sys\n"
+        "def pytest_unconfigure(config):\n"  # after every plugin's sessionfinish
+        "    ours = sorted(m for m in sys.modules if m.startswith('pytest_rlaudit.'))\n"
+        "    print('OURS=' + ','.join(ours))\n"
+    )
+    for extra in ([], ["--junitxml", str(tmp_path / "junit.xml")]):
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+                              *extra, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
+        assert out.returncode == 0, out.stdout + out.stderr
+        (line,) = [x for x in out.stdout.splitlines() if x.startswith("OURS=")]
+        loaded = set(line[len("OURS="):].split(","))
+        assert "pytest_rlaudit.plugin" in loaded  # the plugin did load
+        assert not {m for m in loaded if m.startswith("pytest_rlaudit.reports")}, extra
 
 
 def test_the_public_hall_lists_the_design_names_and_every_error_still_imports_from_the_top():

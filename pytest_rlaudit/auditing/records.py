@@ -23,12 +23,11 @@ True
 from __future__ import annotations
 
 import math
-from types import UnionType
+import sys
+from types import GenericAlias, UnionType
 from typing import (
     Annotated,
     Any,
-    NotRequired,
-    Required,
     TypedDict,
     Union,
     cast,
@@ -40,6 +39,21 @@ from typing import (
 
 from ..errors import RLAuditError
 from ..stats.ratings import ALL_RATINGS
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, Required
+else:  # Python 3.10: typing has neither (3.11+, PEP 655), and the plugin loads this module.
+
+    class Required:
+        """A stand-in for 3.11's ``typing.Required``, enough for :func:`_fields`, which
+        reads it: ``Required[X]`` is an alias whose origin is this class and whose one
+        argument is ``X``. TypedDict itself ignores it on 3.10 (``Record`` is
+        ``total=False``; :data:`REQUIRED` is what says which keys a record must have)."""
+
+        __class_getitem__ = classmethod(GenericAlias)
+
+    class NotRequired(Required):
+        """3.11's ``typing.NotRequired``, as :class:`Required`."""
 
 __all__ = ["Gate", "Record", "FIELDS", "VIDEO_KEYS", "REQUIRED", "RecordError", "validate", "record_of",
            "curve_record", "runs_record", "RUNS_KEYS", "plain"]

@@ -1,4 +1,5 @@
-"""The pytest face: the entry point (``pytest11: rlaudit``) that pytest loads.
+"""The pytest face: the plugin that the entry point (``pytest11: rlaudit``,
+:mod:`pytest_rlaudit._entry`) registers, once it has imported on this Python.
 
 Thin by design: options live in :mod:`.options`, markers in :mod:`.markers`, fixtures in
 :mod:`.fixtures`, the run's state in :mod:`.session`, baselines in :mod:`.baselines`,

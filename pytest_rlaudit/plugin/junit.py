@@ -68,11 +68,13 @@ def add_suite_properties(config: pytest.Config, records: Sequence[Record],
                          comparison: Any) -> None:
     """``rl.deployment`` and ``rl.stress`` (per agent and env when several), and
     ``rl.compare`` with a baseline; nothing without ``--junitxml`` or records."""
-    from ..reports.summary import aggregates
-
     xml = _writer(config)
     if xml is None or not records:
         return
+    # only past the return: every run ends here, and one that audited nothing must not
+    # pay for the report renderers (the cost of installing the plugin, DESIGN.md section 16)
+    from ..reports.summary import aggregates
+
     groups = aggregates(records)
     for agg in groups:
         suffix = "" if len(groups) == 1 else f"[{agg['agent']}@{agg['env']}]"

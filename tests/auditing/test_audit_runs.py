@@ -117,9 +117,7 @@ def test_the_random_reference_is_run_once_for_all_runs(monkeypatch):
 
 
 def test_a_glob_names_the_runs_sorted(tmp_path):
-    from pytest_rlaudit import __file__ as package
-
-    examples = __import__("pathlib").Path(package).resolve().parent.parent / "examples"
+    examples = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples"  # the clone's
     for name in ("run_2.zip", "run_1.zip"):
         shutil.copy(examples / "ppo_cartpole.zip", tmp_path / name)
     result = audit_runs(str(tmp_path / "run_*.zip"), "CartPole-v1", scenarios="delay",
