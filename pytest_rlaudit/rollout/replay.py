@@ -70,6 +70,7 @@ from ..world.scenarios import NOMINAL
 from . import calls
 from .batches import EpisodeBatch
 from .checks import ActionChecker, action_refused, agent_failed, show, where
+from .deadline import current
 from .runner import DEFAULT_MAX_STEPS
 from .slots import SlotGroup
 
@@ -259,9 +260,18 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
             raise agent_failed(exc, [(NOMINAL.name, episode, 0)], seed,
                                "its initial_state") from exc
         reply = group.step(None, [(0, 0)])
+        # a whole episode may be long: outside the main thread (no alarm) the deadline is
+        # checked between decision steps here too, as the runner checks it
+        bound = current()
+        polled = bound if bound is not None and bound.polled else None
         while reply.jobs:
             run.observations.append(reply.obs)  # stacked afresh at every step
             t = reply.steps[0]
+            if polled is not None and polled.passed():
+                raise polled.expire().locate(
+                    NOMINAL.name, episode, t, "in the seed replay, between two decision "
+                    f"steps (checked only there outside the main thread), for "
+                    f"{where(NOMINAL.name, episode, seed, t)}")
             watch = calls._ACTIVE
             if watch is not None:
                 watch.on = calls.Noted("the policy call", "nominal", episode, t,

@@ -52,6 +52,7 @@ _HOMES = {
     "adaptive_decisions": "sequential",
     "look_bounds": "sequential",
     "SPENDING_GAMMA": "sequential",
+    "FAIL_MARGIN_SHARE": "sequential",
     "iqm": "runs",
     "run_ratios": "runs",
     "runs_ratio_ci": "runs",

@@ -88,7 +88,7 @@ def test_an_unknown_env_id_is_a_collection_error_with_close_ids(here: pytest.Pyt
 
 def test_an_unknown_env_id_of_a_test_of_the_repo_is_a_collection_error_too(
         here: pytest.Pytester):
-    here.makepyfile(test_audit=AUDIT_TEST)
+    here.makepyfile(test_inner_audits=AUDIT_TEST)
     result = here.runpytest("--rl-audit", "--rl-agent=agents:robust", "--rl-env=CartPol-v1")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(errors=1)  # the audits did not run
@@ -158,7 +158,7 @@ def test_rl_agent_on_the_command_line_turns_auditing_on(here: pytest.Pytester):
 
 def test_rl_agent_in_the_ini_file_does_not(here: pytest.Pytester):
     here.makeini("[pytest]\nrl_agent = agents:robust\nrl_env = CartPole-v1\n")
-    here.makepyfile(test_audit=AUDIT_TEST)
+    here.makepyfile(test_inner_audits=AUDIT_TEST)
     result = here.runpytest()
     result.assert_outcomes(passed=1, skipped=2)
     assert result.ret == pytest.ExitCode.OK
@@ -190,7 +190,7 @@ def rl_agent():
 def rl_env():
     return agents.cartpole
 """)
-    here.makepyfile(test_audit=AUDIT_TEST)
+    here.makepyfile(test_inner_audits=AUDIT_TEST)
     with without_figures():  # no assertion reads them
         result = here.runpytest(*args, "--rl-episodes=2")
     result.assert_outcomes(passed=3)  # the audits ran, not skipped
@@ -203,7 +203,7 @@ def rl_env():
 
 
 def test_skipped_audit_tests_are_counted_in_one_line(here: pytest.Pytester):
-    here.makepyfile(test_audit=AUDIT_TEST, test_more="""
+    here.makepyfile(test_inner_audits=AUDIT_TEST, test_more="""
 def test_uses_the_fixture(rl_audit):
     pass
 """)

@@ -146,8 +146,10 @@ def agent(obs):
         told = True
     return np.zeros(len(obs), dtype=np.int64)
 
-audit(agent, lambda: Slow(horizon=10**6), scenarios=["delay"], episodes=4, workers=2,
-      max_steps=10**6)
+# long enough to be killed mid-audit, short enough for the seed-replay check (nominal
+# episode 0, whole, in this process) to end first: 3 s of it, then the workers step
+audit(agent, lambda: Slow(horizon=3000), scenarios=["delay"], episodes=4, workers=2,
+      max_steps=3000)
 """
 
 SHARDS = """
