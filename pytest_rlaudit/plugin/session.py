@@ -288,7 +288,8 @@ class AuditSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: Any, config: pytest.Config) -> Any:
         if getattr(report, "rl_lost", None) or getattr(report, "rl_could_not", False):
-            return "error", "E", ("ERROR", {"red": True})
+            # a plain word: pytest 7.4's short summary prints a (word, markup) pair as a tuple
+            return "error", "E", "ERROR"
         return None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
