@@ -196,7 +196,9 @@ def _table(rows: Sequence[tuple[str, ...]], left: tuple[int, ...]) -> list[str]:
 def resolve_runs(agents: Any) -> tuple[list[Any], str | None]:
     """The runs ``agents`` names, and the glob pattern if it is one: a string (or path)
     is a glob, its matches sorted (so run order, and every number, does not depend on
-    the file system's); anything else an iterable of agents. At least 2 runs.
+    the file system's), unless it is a path that exists, taken as it is (one run: a
+    folder named ``run[1]`` is not a pattern); anything else an iterable of agents. At
+    least 2 runs.
 
     >>> resolve_runs("no/such/run_*")
     Traceback (most recent call last):
@@ -206,7 +208,7 @@ def resolve_runs(agents: Any) -> tuple[list[Any], str | None]:
     pattern = None
     if isinstance(agents, (str, os.PathLike)):
         pattern = os.fspath(agents)
-        runs: list[Any] = sorted(glob.glob(pattern))
+        runs: list[Any] = [pattern] if os.path.exists(pattern) else sorted(glob.glob(pattern))
         if not runs:
             raise InvalidArgumentError(
                 f"no file or folder matches the agents pattern {pattern!r} (relative to "
@@ -220,7 +222,9 @@ def resolve_runs(agents: Any) -> tuple[list[Any], str | None]:
                 "agents must be a list of agents (one per training run) or a glob string "
                 f"matching their files, got {type(agents).__name__}") from None
     if len(runs) < 2:
-        got = f" ({pattern!r} matches {runs[0]!r} only)" if pattern and runs else ""
+        got = "" if not (pattern and runs) else (
+            f" ({pattern!r} is an existing path, one run)" if runs[0] == pattern
+            else f" ({pattern!r} matches {runs[0]!r} only)")
         raise InvalidArgumentError(
             f"audit_runs needs at least 2 runs to say anything across runs, got {len(runs)}"
             f"{got}; audit one agent with audit(), or give every training run of the recipe")

@@ -208,7 +208,8 @@ OPTIONS: tuple[Option, ...] = (
            "auditing on, and a path that does not exist is a usage error. A glob "
            "('logs/ppo/CartPole-v1_*': quote it) matching 2 or more agents is a recipe's "
            "training runs: the zero-config audit rates each scenario on their IQM ratio "
-           "(audit_runs); one match is that agent.", "AGENT"),
+           "(audit_runs); one match is that agent. A path that exists is taken as it is "
+           "('agent[1].zip'), never as a glob.", "AGENT"),
     Option("--rl-algo", _text, None, "the SB3 algorithm of --rl-agent's .zip when neither "
            "the file nor its folder tells (PPO, A2C, DQN, SAC, TD3, DDPG, QRDQN, TQC, TRPO, ARS, "
            "CrossQ, RecurrentPPO, MaskablePPO).", "ALGO"),

@@ -29,7 +29,8 @@ __all__ = ["is_pattern", "resolve_agent", "RunsAudit"]
 
 
 def is_pattern(agent: str | None) -> bool:
-    """Whether ``--rl-agent`` is a glob (an import string or a path is not).
+    """Whether ``--rl-agent`` reads as a glob (an import string or a plain path does not;
+    :func:`resolve_agent` takes a path that exists as it is, brackets and all).
 
     >>> is_pattern("logs/ppo/CartPole-v1_*"), is_pattern("agent.zip"), is_pattern(None)
     (True, False, False)
@@ -37,23 +38,44 @@ def is_pattern(agent: str | None) -> bool:
     return bool(agent) and any(c in agent for c in "*?[")  # type: ignore[operator]
 
 
-def resolve_agent(settings: Settings) -> tuple[Settings, list[str]]:
-    """``settings`` with a glob ``--rl-agent`` resolved: a single match becomes the agent;
-    2 or more are the runs (sorted, so their order, and every number, does not depend on
-    the file system's). Not a glob: no runs. No match: a usage error."""
+def _shown(paths: list[str], most: int = 3) -> str:
+    """Up to ``most`` paths, and how many more."""
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(repr(p) for p in paths[:most]) + more
+
+
+def resolve_agent(settings: Settings) -> tuple[Settings, list[str], str | None]:
+    """``settings`` with a glob ``--rl-agent`` resolved, the runs, and a line for the
+    terminal saying how the text was read when a glob reading differs from a literal one.
+
+    A path that exists is that agent, even with ``*?[`` in its name (``agent[1].zip``);
+    otherwise a glob: a single match becomes the agent, 2 or more are the runs (sorted,
+    so their order, and every number, does not depend on the file system's). Not a glob:
+    no runs. No match: a usage error.
+    """
     if not is_pattern(settings.agent):
-        return settings, []
+        return settings, [], None
     pattern = settings.agent
     assert pattern is not None
     matches = sorted(glob.glob(pattern))
+    if os.path.exists(pattern):
+        others = [m for m in matches if os.path.normpath(m) != os.path.normpath(pattern)]
+        note = None if not others else (
+            f"rl audit: --rl-agent {pattern!r} is an existing path, audited as it is; read "
+            f"as a glob it would match {_shown(others)} instead (to audit those, name them)")
+        return settings, [], note
     if not matches:
         raise pytest.UsageError(
             f"--rl-agent {pattern!r}: no file or folder matches this pattern (relative to "
             f"{os.getcwd()}); give one agent, or a glob of the training runs' models such "
             "as 'logs/ppo/CartPole-v1_*'")
     if len(matches) == 1:
-        return replace(settings, agent=matches[0]), []
-    return settings, matches
+        return replace(settings, agent=matches[0]), [], (
+            f"rl audit: --rl-agent {pattern!r} is no file: read as a glob, it matches "
+            f"{matches[0]!r} only, the agent audited")
+    return settings, matches, (
+        f"rl audit: --rl-agent {pattern!r} is no file: read as a glob, it matches "
+        f"{len(matches)} training runs ({_shown(matches)}), audited together")
 
 
 class RunsAudit:

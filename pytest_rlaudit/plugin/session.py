@@ -57,8 +57,9 @@ class AuditSession:
         self.settings = switch(config, Settings.read(config))
         self.enabled = bool(self.settings.audit)
         runs: list[str] = []
+        self.agent_note: str | None = None  # how a glob-like --rl-agent was read
         if self.enabled:  # a glob --rl-agent: one match is that agent, 2+ the runs
-            self.settings, runs = resolve_agent(self.settings)
+            self.settings, runs, self.agent_note = resolve_agent(self.settings)
         self.audits = ItemAudits(config, self.settings)  # what the items ask to be audited
         if runs:
             assert self.settings.agent is not None
@@ -297,6 +298,8 @@ class AuditSession:
             return
         if self.skipped:
             terminalreporter.write_line(skipped_line(self.skipped), yellow=True)
+        if self.agent_note:
+            terminalreporter.write_line(self.agent_note, yellow=True)
         if not (self.records or self.lost or self.errors or self.report_paths
                 or self.report_errors):
             return

@@ -127,6 +127,14 @@ def test_a_glob_names_the_runs_sorted(tmp_path):
     assert result["delay"].per_run[0] == result["delay"].per_run[1]  # copies: one agent
 
 
+def test_a_path_that_exists_is_one_run_not_a_pattern(tmp_path):
+    (tmp_path / "run[1]").mkdir()  # a folder whose name reads as a glob of run1
+    (tmp_path / "run1").mkdir()
+    with pytest.raises(InvalidArgumentError, match=r"got 1 \('.*run\[1\]' is an existing "
+                                                   r"path, one run\)"):
+        audit_runs(str(tmp_path / "run[1]"), "CartPole-v1")
+
+
 def test_errors_name_the_cause_and_the_fix(tmp_path):
     with pytest.raises(InvalidArgumentError, match="no file or folder matches the agents "
                                                    r"pattern '.*nothing_\*'"):

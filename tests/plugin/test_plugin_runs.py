@@ -82,6 +82,20 @@ def test_a_glob_matching_one_agent_is_that_agent(runs: pytest.Pytester):
     # a single agent's records (as the reports carry them: what summary.json would list)
     recs = list(records(result).values())
     assert len(recs) == 2 and all("runs" not in rec for rec in recs)
+    result.stdout.fnmatch_lines(["rl audit: --rl-agent 'runs/[*]_2.zip' is no file: read as a "
+                                 "glob, it matches 'runs/CartPole-v1_2.zip' only*"])
+
+
+def test_a_path_that_exists_is_taken_literally_before_any_glob(pytester: pytest.Pytester):
+    # 'agent[1].zip' as a glob matches agent1.zip: the agent that breaks under spike
+    shutil.copy(EXAMPLES / "robust_ppo_cartpole.zip", pytester.path / "agent[1].zip")
+    shutil.copy(EXAMPLES / "ppo_cartpole.zip", pytester.path / "agent1.zip")
+    result = pytester.runpytest("--rl-agent", "agent[1].zip", *ARGS)
+    result.assert_outcomes(passed=2)  # the robust agent: the file named, not the glob's
+    assert all("agent[1].zip" in rec["agent"] for rec in records(result).values())
+    result.stdout.fnmatch_lines([
+        "rl audit: --rl-agent 'agent[[]1].zip' is an existing path, audited as it is; read "
+        "as a glob it would match 'agent1.zip' instead (to audit those, name them)"])
 
 
 def test_a_glob_matching_nothing_is_a_usage_error_naming_it(runs: pytest.Pytester):
