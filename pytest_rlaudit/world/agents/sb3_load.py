@@ -22,6 +22,7 @@ from gymnasium import spaces
 
 from ..._optional import EXTRAS, install_hint, missing
 from ...errors import PolicyError
+from .archives import check_archive, not_intact
 from .missing import agent_not_found
 from .pickles import gym_as_gymnasium
 from .untrusted import TRUST_HINT, pickled_global, weights_only_objects
@@ -101,13 +102,52 @@ def _algo_class(name: str) -> Any:
             f"{install_hint(package='sb3-contrib')}")) from exc
 
 
+#: The entries of a zip's ``data`` that are read before SB3's ``load`` (to tell the
+#: algorithm, rebuild the policy or check the spaces), and what each must be. Each is a
+#: dict as SB3 writes it: ``{":type:": ..., ":serialized:": <base64 pickle>, ...}`` for
+#: what JSON cannot hold (``policy_kwargs`` is a plain dict when JSON can).
+_DATA_ENTRIES = ("policy_class", "observation_space", "action_space", "policy_kwargs")
+
+
 def _zip_data(path: Path) -> dict[str, Any]:
+    """The ``data`` of an SB3 zip, once :func:`~.archives.check_archive` has bounded and
+    checked its members, and checked to be shaped as SB3 writes it."""
+    check_archive(path, sb3=True)
+    with zipfile.ZipFile(path) as archive:
+        raw = archive.read("data")
     try:
-        with zipfile.ZipFile(path) as archive:
-            data: dict[str, Any] = json.loads(archive.read("data"))
-            return data
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as exc:
-        raise PolicyError(f"{str(path)!r} is not a stable-baselines3 model zip ({exc})") from exc
+        data = json.loads(raw.decode("utf-8"))  # as SB3 reads it
+    except UnicodeDecodeError as exc:
+        raise not_intact(path, f"its data member is not UTF-8 text ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise not_intact(path, f"its data member is not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise not_intact(path, f"its data member is {_json_kind(data)} in JSON, not the object "
+                               "of settings SB3 writes")
+    for key in _DATA_ENTRIES:
+        entry = data.get(key)
+        if key not in data or (entry is None and key == "policy_kwargs"):
+            continue
+        serialized = entry.get(":serialized:", "") if isinstance(entry, dict) else None
+        if not isinstance(serialized, str) or (key == "policy_class" and not serialized):
+            raise not_intact(path, (
+                f"its data's {key} is {_json_kind(entry)} {_clip(entry)}, not the entry SB3 "
+                "writes (a dict with ':type:' and ':serialized:')"))
+    if "policy_class" not in data:
+        raise not_intact(path, "its data names no policy_class")
+    return data
+
+
+def _json_kind(value: Any) -> str:
+    """``value``'s kind in JSON's words, with its article: ``a list``."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
+def _clip(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _algo_from_zip(path: Path, data: dict[str, Any]) -> str:
