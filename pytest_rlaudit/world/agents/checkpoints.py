@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...errors import PolicyError
+from .archives import check_archive
 
 __all__ = ["load_checkpoint", "CHECKPOINT_KEYS"]
 
@@ -77,6 +78,8 @@ def _read(path: Path) -> Any:
     """``torch.load`` the file (CPU, weights only), with errors that say what the file is."""
     import torch
 
+    if zipfile.is_zipfile(path):  # torch's format since 1.6: sizes bounded before it reads
+        check_archive(path)
     try:
         with warnings.catch_warnings():
             # torch notes odd pickle protocols of files it then refuses; the error says enough
