@@ -75,16 +75,17 @@ def limits() -> dict[str, int]:
     return {"settings": settings, "weights": weights, "total": TOTAL_FACTOR * weights}
 
 
-def _mib(size: int) -> str:
-    return f"{size / MIB:.1f} MiB"
+def _size(size: int) -> str:
+    return f"{size / MIB:.1f} MiB" if size >= MIB else f"{size / 1024:.1f} KiB"
 
 
-def not_intact(path: str | os.PathLike[str], why: str) -> PolicyError:
+def not_intact(path: str | os.PathLike[str], why: str, *,
+               what: str = "an intact SB3 model zip") -> PolicyError:
     """The error for an SB3 model zip that is not as SB3's ``save`` writes one."""
     return PolicyError(
-        f"cannot load {os.fspath(path)!r}: {why}, so it is not an intact SB3 model zip; nothing "
-        "of it was run or written. Use the model's .zip as SB3's save wrote it (model.save), "
-        "or download it again")
+        f"cannot load {os.fspath(path)!r}: {why}, so it is not {what}; nothing of it was run "
+        "or written. Use the model's .zip as SB3's save wrote it (model.save), or download it "
+        "again")
 
 
 def _too_big(path: str, where: str, size: int, limit: int, kind: str) -> PolicyError:
@@ -94,8 +95,8 @@ def _too_big(path: str, where: str, size: int, limit: int, kind: str) -> PolicyE
     # the smallest whole MiB that admits it (the total's limit is TOTAL_FACTOR of it)
     suggest = -(-size // ((TOTAL_FACTOR if kind == "total" else 1) * MIB))
     return PolicyError(
-        f"cannot load {path!r}: {where} expands to {_mib(size)}, over the limit of "
-        f"{_mib(limit)} ({normally}), so it is not read. If this is a model you expect to be "
+        f"cannot load {path!r}: {where} expands to {_size(size)}, over the limit of "
+        f"{_size(limit)} ({normally}), so it is not read. If this is a model you expect to be "
         f"that large, raise the limit: {LIMIT_VARIABLE}={suggest} (an environment variable, "
         "MiB per member, read at each load, in worker processes too)")
 
@@ -146,8 +147,9 @@ def _check_sb3_names(path: str, infos: list[zipfile.ZipInfo]) -> None:
     for needed, what in (("data", "the model's settings"), ("policy.pth", "the policy's weights")):
         if needed not in names:
             held = ", ".join(repr(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
-            raise not_intact(path, f"it holds no {needed!r} member ({what}), only {held or 'nothing'}"
-                                   " (a truncated file, or another kind of zip)")
+            raise not_intact(path, f"it holds no {needed!r} member ({what}), only "
+                                   f"{held or 'nothing'}",
+                             what="a stable-baselines3 model zip (or it is a truncated one)")
 
 
 def _check_streams(path: str, archive: zipfile.ZipFile) -> None:
@@ -196,7 +198,7 @@ def check_archive(path: str | os.PathLike[str], *, sb3: bool = False) -> None:
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
-        what = "an SB3 model zip" if sb3 else "a zip archive"
+        what = "a stable-baselines3 model zip" if sb3 else "a zip archive"
         raise PolicyError(f"cannot load {name!r}: it is not {what} ({exc}): is it truncated, "
                           "or another kind of file?") from exc
     with archive:
