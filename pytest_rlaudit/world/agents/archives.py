@@ -175,7 +175,7 @@ def _check_weights_files(path: str, archive: zipfile.ZipFile) -> None:
             if head == b"PK\x03\x04":  # torch's zip format: its records are checked too
                 stream.seek(0)
                 try:
-                    inner = zipfile.ZipFile(stream)  # type: ignore[arg-type]
+                    inner = zipfile.ZipFile(stream)
                 except zipfile.BadZipFile as exc:
                     raise not_intact(path, f"its member {info.filename!r} is a damaged torch "
                                            f"file ({exc})") from exc
