@@ -91,11 +91,12 @@ def not_intact(path: str | os.PathLike[str], why: str, *,
 def _too_big(path: str, where: str, size: int, limit: int, kind: str) -> PolicyError:
     normally = {"settings": "a model's settings are kilobytes",
                 "weights": "a model's weights are megabytes",
-                "total": "together"}[kind]
+                "total": f"{TOTAL_FACTOR} times the limit of one member"}[kind]
     # the smallest whole MiB that admits it (the total's limit is TOTAL_FACTOR of it)
     suggest = -(-size // ((TOTAL_FACTOR if kind == "total" else 1) * MIB))
     return PolicyError(
-        f"cannot load {path!r}: {where} expands to {_size(size)}, over the limit of "
+        f"cannot load {path!r}: {where} expand{'' if kind == 'total' else 's'} to "
+        f"{_size(size)}, over the limit of "
         f"{_size(limit)} ({normally}), so it is not read. If this is a model you expect to be "
         f"that large, raise the limit: {LIMIT_VARIABLE}={suggest} (an environment variable, "
         "MiB per member, read at each load, in worker processes too)")
@@ -122,7 +123,8 @@ def _check_sizes(path: str, infos: Iterable[zipfile.ZipInfo], *, sb3: bool,
             raise _too_big(path, where, info.file_size, bounds[kind], kind)
         total += info.file_size
     if total > bounds["total"]:
-        where = f"its member {within!r}" if within else "the sum of its members"
+        where = (f"the records of its member {within!r} together" if within
+                 else "all its members together")
         raise _too_big(path, where, total, bounds["total"], "total")
 
 

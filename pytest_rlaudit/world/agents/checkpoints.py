@@ -46,8 +46,9 @@ def load_checkpoint(module: M, path: str | os.PathLike[str]) -> M:
     ``module`` must be built with the class and sizes of the trained one (CleanRL's own
     evaluation does the same: ``Agent(envs).load_state_dict(torch.load(path))``). Raises
     :class:`~pytest_rlaudit.errors.PolicyError` naming the file when it is missing, is
-    not a torch file, holds pickled objects, or does not fit the module (missing or
-    unexpected keys, size mismatches).
+    not a torch file, declares a record over the size limits (:mod:`.archives`, checked
+    before torch reads any), holds pickled objects, or does not fit the module (missing
+    or unexpected keys, size mismatches).
 
     >>> import tempfile, torch
     >>> folder = tempfile.TemporaryDirectory()  # removed when the example ends

@@ -204,6 +204,11 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
     a saved run's folder says it was trained on, where neither ``spaces_of_env`` nor the
     file's readable fields give them (a Dict space is not described in full there).
 
+    Before anything of the file is read, trusted or not, its members' sizes are checked
+    against limits and the zip against what SB3's ``save`` writes
+    (:func:`~.archives.check_archive`), and its ``data`` against the shape SB3 gives it:
+    anything else is an error naming the file and what is wrong in it.
+
     A model trained with SB3's ``HerReplayBuffer`` (:func:`uses_her`) is loaded with SB3's
     plain buffer in its place, which needs no env (see ``_HER_STAND_INS``).
 
