@@ -12,11 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import stable_baselines3  # noqa: F401  (in pytester's sys.modules snapshots: see below)
 
 from pytest_rlaudit.errors import PolicyError, SpacesMismatchError
 from pytest_rlaudit.world.agents import as_policy
 from pytest_rlaudit.world.agents.archives import LIMIT_VARIABLE
 
+# SB3 is imported above so that an in-process pytester run, which restores sys.modules
+# after it, does not leave SB3 (and its cv2) to be imported again, halfway.
 ROOT = Path(__file__).parents[2]
 BUNDLED = ROOT / "examples" / "ppo_cartpole.zip"
 PENDULUM_STATS = ROOT / "tests" / "data" / "zoo" / "a2c" / "Pendulum-v1_1" / "Pendulum-v1" / \
@@ -145,3 +148,14 @@ def test_the_right_statistics_still_load_and_normalise():
     policy = as_policy(str(run), env="Pendulum-v1")
     actions, _ = policy.act(np.zeros((2, 3), dtype=np.float32), None)
     assert actions.shape == (2, 1)
+
+
+def test_on_the_command_line_another_envs_statistics_are_an_error_not_a_failed_audit(tester):
+    result = tester.runpytest("--rl-audit", f"--rl-agent={BUNDLED}",
+                              f"--rl-vec-normalize={PENDULUM_STATS}", "--rl-env", "CartPole-v1",
+                              "--rl-episodes", "2", "--rl-scenarios", "delay",
+                              "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error, not a failed test
+    result.stdout.fnmatch_lines(["*VecNormalize statistics*vecnormalize.pkl' are for "
+                                 "observations of shape (3,), but the env's observations have "
+                                 "shape (4,)*"])

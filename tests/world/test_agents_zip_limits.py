@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import stable_baselines3  # noqa: F401  (in pytester's sys.modules snapshots: see below)
 import torch
 
 from pytest_rlaudit.errors import PolicyError
@@ -19,6 +20,8 @@ from pytest_rlaudit.world.agents import as_policy
 from pytest_rlaudit.world.agents.archives import LIMIT_VARIABLE, MIB, SETTINGS_MB, check_archive
 from pytest_rlaudit.world.agents.checkpoints import load_checkpoint
 
+# SB3 is imported above so that an in-process pytester run, which restores sys.modules
+# after it, does not leave SB3 (and its cv2) to be imported again, halfway.
 ROOT = Path(__file__).parents[2]
 BUNDLED = ROOT / "examples" / "ppo_cartpole.zip"
 
@@ -157,3 +160,16 @@ def test_bundled_and_zoo_zips_keep_every_default_limit():
     for path in [BUNDLED, *sorted((ROOT / "tests" / "data" / "zoo").glob("*/*/*.zip"))]:
         check_archive(path, sb3=True)
     assert json.loads(_members()["data"])  # and their data is what the crafted files pad
+
+
+def test_the_plugin_and_its_worker_processes_read_the_limit_at_each_load(tester, tmp_path,
+                                                                         monkeypatch):
+    crafted = _write(tmp_path / "big_data.zip", {**_members(),
+                                                  "data": _padded_data(SETTINGS_MB + 1)})
+    args = ("--rl-audit", f"--rl-agent={crafted}", "--rl-env", "CartPole-v1", "--rl-episodes",
+            "2", "--rl-scenarios", "delay", "--rl-workers", "2", "-p", "no:cacheprovider")
+    refused = tester.runpytest(*args)
+    refused.stdout.fnmatch_lines([f"*'data' expands to 17.0 MiB*{LIMIT_VARIABLE}=17*"])
+    assert refused.ret != pytest.ExitCode.OK
+    monkeypatch.setenv(LIMIT_VARIABLE, "17")
+    tester.runpytest(*args).assert_outcomes(passed=1)
