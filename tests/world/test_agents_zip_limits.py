@@ -126,6 +126,19 @@ def test_a_member_whose_stream_is_longer_than_declared_is_a_clear_error(tmp_path
         "declares" in message and "not an intact SB3 model zip" in message
 
 
+def test_an_encrypted_member_is_a_clear_error(tmp_path):
+    crafted = _write(tmp_path / "encrypted.zip", _members())
+    raw = bytearray(crafted.read_bytes())
+    with zipfile.ZipFile(crafted) as archive:
+        info, offset = archive.getinfo("data"), archive.start_dir
+    raw[info.header_offset + 6] |= 1  # the "encrypted" flag, in the local header...
+    raw[offset + 8] |= 1  # ...and in the first central directory entry (data's)
+    crafted.write_bytes(bytes(raw))
+    with pytest.raises(PolicyError, match=r"its member 'data' is damaged or not what its "
+                                          r"directory declares \(RuntimeError: .*encrypted"):
+        as_policy(str(crafted), env="CartPole-v1")
+
+
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit's, of 2.13
 def test_a_torchscript_file_with_a_record_over_the_limit_is_refused(tmp_path, monkeypatch):
     path = tmp_path / "policy.pt"

@@ -162,7 +162,8 @@ def _check_streams(path: str, archive: zipfile.ZipFile) -> None:
             with archive.open(info) as stream:
                 while stream.read(_CHUNK):
                     pass
-        except (zipfile.BadZipFile, EOFError, zlib.error, OSError, NotImplementedError) as exc:
+        except (zipfile.BadZipFile, EOFError, zlib.error, OSError, NotImplementedError,
+                RuntimeError) as exc:  # RuntimeError: an encrypted member
             raise not_intact(path, f"its member {info.filename!r} is damaged or not what its "
                                    f"directory declares ({type(exc).__name__}: {exc})") from exc
 
