@@ -71,6 +71,22 @@ def test_a_weights_member_sb3_never_writes_is_named(tmp_path):
     assert "unexpected member 'evil.pth', a weights file SB3 never writes" in message
 
 
+@pytest.mark.parametrize("trusted", [False, True])
+@pytest.mark.parametrize("change, said", [
+    (lambda m: {**m, "actor.optimizer.pth": m["policy.optimizer.pth"]},
+     "(ValueError: Key actor.optimizer is an invalid object name.)"),
+    (lambda m: {k: v for k, v in m.items() if k != "policy.optimizer.pth"},
+     "expected {'policy', 'policy.optimizer'}, got {'policy'}"),
+], ids=["another algorithm's optimizer", "no optimizer"])
+def test_weights_members_another_algorithm_saves_are_named(tmp_path, change, said, trusted):
+    """Names SB3 writes, but not for this algorithm: SB3's load refuses them, then its
+    retry for old DQN files fails on the stand-in optimizer (an IndexError, a KeyError)."""
+    message = _load_error(_crafted(tmp_path / "other.zip", change), trusted=trusted)
+    assert "its .pth members are not those a PPO model saves" in message and said in message
+    assert NOT_INTACT in message and "KeyError" not in message
+    assert ("nothing of it was run" in message) is not trusted  # a trusted load ran its pickles
+
+
 @pytest.mark.parametrize("data, said", [
     (b"[1, 2]", "its data member is a list in JSON, not the object of settings SB3 writes"),
     (b"\"PPO\"", "its data member is a string in JSON"),

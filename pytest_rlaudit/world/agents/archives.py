@@ -80,12 +80,13 @@ def _size(size: int) -> str:
 
 
 def not_intact(path: str | os.PathLike[str], why: str, *,
-               what: str = "an intact SB3 model zip") -> PolicyError:
-    """The error for an SB3 model zip that is not as SB3's ``save`` writes one."""
+               what: str = "an intact SB3 model zip", ran: bool = False) -> PolicyError:
+    """The error for an SB3 model zip that is not as SB3's ``save`` writes one; ``ran``:
+    found by a trusted load, after SB3 ran the file's pickles."""
+    done = "" if ran else "; nothing of it was run or written"
     return PolicyError(
-        f"cannot load {os.fspath(path)!r}: {why}, so it is not {what}; nothing of it was run "
-        "or written. Use the model's .zip as SB3's save wrote it (model.save), or download it "
-        "again")
+        f"cannot load {os.fspath(path)!r}: {why}, so it is not {what}{done}. Use the model's "
+        ".zip as SB3's save wrote it (model.save), or download it again")
 
 
 def _too_big(path: str, where: str, size: int, limit: int, kind: str) -> PolicyError:

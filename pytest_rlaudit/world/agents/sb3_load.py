@@ -255,13 +255,35 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
             f"{exc.name!r}, which is not installed here; install the package that provides it"
         ) from exc
     except Exception as exc:
+        cause = _sb3_cause(exc)
         hint = _load_hint(path, data, algo if given else None, env_spaces=bool(why or not trusted))
+        if _weights_misnamed(cause) and not hint.endswith("is algo right?"):
+            raise not_intact(path, f"its .pth members are not those a {algo} model saves "
+                                   f"({type(cause).__name__}: {cause})", ran=trusted) from exc
         if not trusted:
             hint += (" (loaded without running its pickles: the policy was rebuilt from the "
                      "env's spaces and the file's readable settings; " + TRUST_HINT + ")")
         raise PolicyError(
-            f"cannot load {str(path)!r} as a {algo} model ({type(exc).__name__}: {exc}); " + hint
-        ) from exc
+            f"cannot load {str(path)!r} as a {algo} model ({type(cause).__name__}: {cause}); "
+            + hint) from exc
+
+
+def _sb3_cause(exc: BaseException) -> BaseException:
+    """The error SB3's ``load`` met first: when ``set_parameters`` fails with a
+    ``ValueError``, SB3 retries as for an old DQN file, indexing the optimizer state (the
+    stand-in optimizer has none: :class:`~.untrusted.InferenceOnlyOptimizer`), and that
+    retry's ``IndexError`` or ``KeyError`` says nothing of the file."""
+    context = exc.__context__
+    if isinstance(exc, (IndexError, KeyError)) and isinstance(context, ValueError):
+        return context
+    return exc
+
+
+def _weights_misnamed(exc: BaseException) -> bool:
+    """Whether SB3's ``set_parameters`` refused the names of the zip's ``.pth`` members:
+    one the algorithm has no object for, or a set other than the one it saves."""
+    return isinstance(exc, ValueError) and (
+        "is an invalid object name" in str(exc) or "Names of parameters do not match" in str(exc))
 
 
 def _load_hint(path: Path, data: dict[str, Any], given: str | None, *, env_spaces: bool) -> str:
