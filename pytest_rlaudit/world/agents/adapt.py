@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from pathlib import Path
@@ -76,18 +77,31 @@ def _is_saved_run(text: str) -> bool:
     return Path(text).suffix.lower() not in DEPLOYED_SUFFIXES and not _is_import(text)
 
 
-def _spaces_of(env: EnvLike | None, needs: EnvNeeds, frame_stack: int) -> Any:
-    """A function giving the spaces the agent's network takes on ``env`` (None without
-    an env): they stand in for pickled spaces that cannot be read."""
+def _made_spaces(env: EnvLike | None, needs: EnvNeeds) -> Any:
+    """A function giving the spaces of ``env`` with the agent's needs applied, made once
+    (None without an env)."""
     if env is None:
         return None
 
-    def spaces() -> tuple[Any, Any]:
-        made = needs.apply(env).make()
+    @functools.cache
+    def made() -> tuple[Any, Any]:
+        env_made = needs.apply(env).make()
         try:
-            obs, act = made.observation_space, made.action_space
+            return env_made.observation_space, env_made.action_space
         finally:
-            made.close()
+            env_made.close()
+
+    return made
+
+
+def _spaces_of(made: Any, frame_stack: int) -> Any:
+    """A function giving the spaces the agent's network takes on the env ``made`` gives
+    (None without an env): they stand in for pickled spaces that cannot be read."""
+    if made is None:
+        return None
+
+    def spaces() -> tuple[Any, Any]:
+        obs, act = made()
         return (stacked_space(obs, frame_stack) if frame_stack else obs), act
 
     return spaces
@@ -116,11 +130,12 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
     run = read_saved_run(text)
     label = label or run.label
     stack = run.frame_stack if frame_stack is None else frame_stack
+    env_spaces = _made_spaces(env, run.needs)
     model = load_sb3(run.model, algo or run.algo,
-                     spaces_of_env=_spaces_of(env, run.needs, stack), trusted=trusted,
+                     spaces_of_env=_spaces_of(env_spaces, stack), trusted=trusted,
                      config_kwargs=run.policy_kwargs,
-                     spaces_of_trained=_spaces_of(_registered(run.needs.trained_on), run.needs,
-                                                  stack))
+                     spaces_of_trained=_spaces_of(_made_spaces(
+                         _registered(run.needs.trained_on), run.needs), stack))
     if deterministic is None:
         # The zoo's convention (enjoy.py): Atari agents are evaluated sampling their
         # actions, everything else taking the most likely one; the name says so.
@@ -135,6 +150,8 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
     policy = _preprocessed(SB3Policy(model, deterministic=deterministic, name=name,
                                      torch_threads=torch_threads), stats, stack,
                           trusted=trusted)
+    if env_spaces is not None and isinstance(policy, NormalizedPolicy):
+        policy.check_observations(env_spaces()[0])  # another env's statistics: say so now
     policy.env_needs = run.needs
     return policy
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...errors import PolicyError
+from .archives import check_archive
 
 __all__ = ["load_checkpoint", "CHECKPOINT_KEYS"]
 
@@ -45,8 +46,9 @@ def load_checkpoint(module: M, path: str | os.PathLike[str]) -> M:
     ``module`` must be built with the class and sizes of the trained one (CleanRL's own
     evaluation does the same: ``Agent(envs).load_state_dict(torch.load(path))``). Raises
     :class:`~pytest_rlaudit.errors.PolicyError` naming the file when it is missing, is
-    not a torch file, holds pickled objects, or does not fit the module (missing or
-    unexpected keys, size mismatches).
+    not a torch file, declares a record over the size limits (:mod:`.archives`, checked
+    before torch reads any), holds pickled objects, or does not fit the module (missing
+    or unexpected keys, size mismatches).
 
     >>> import tempfile, torch
     >>> folder = tempfile.TemporaryDirectory()  # removed when the example ends
@@ -77,6 +79,8 @@ def _read(path: Path) -> Any:
     """``torch.load`` the file (CPU, weights only), with errors that say what the file is."""
     import torch
 
+    if zipfile.is_zipfile(path):  # torch's format since 1.6: sizes bounded before it reads
+        check_archive(path)
     try:
         with warnings.catch_warnings():
             # torch notes odd pickle protocols of files it then refuses; the error says enough

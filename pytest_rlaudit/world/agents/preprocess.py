@@ -27,12 +27,12 @@ from typing import Any, cast
 import numpy as np
 from gymnasium import spaces
 
-from ...errors import PolicyError
+from ...errors import PolicyError, SpacesMismatchError
 from .base import BasePolicy, CorePolicy
 from .pickles import unpickle
 
 __all__ = ["PolicyWrapper", "NormalizedPolicy", "FrameStackPolicy", "load_vec_normalize",
-           "stacked_space", "STATS_FILES", "normalizes"]
+           "stacked_space", "STATS_FILES", "normalizes", "check_stats_fit"]
 
 
 class PolicyWrapper(BasePolicy):
@@ -165,21 +165,96 @@ def _obs_scale(vec_normalize: Any) -> tuple[np.ndarray, np.ndarray, float] | Non
     return rms.mean, np.sqrt(rms.var + vec_normalize.epsilon), vec_normalize.clip_obs
 
 
+def _stats_shapes(vec_normalize: Any) -> Any:
+    """The observation shape(s) VecNormalize statistics were gathered on: a tuple, a dict
+    of them (Dict observations), or None where they normalise no observations."""
+    if not getattr(vec_normalize, "norm_obs", True):
+        return None
+    rms = getattr(vec_normalize, "obs_rms", None)
+    if isinstance(rms, dict):
+        return {key: tuple(np.shape(getattr(r, "mean", ()))) for key, r in rms.items()}
+    mean = getattr(rms, "mean", None)
+    return None if mean is None else tuple(np.shape(mean))
+
+
+def _obs_shapes(observations: Any) -> Any:
+    """The shape(s) of one observation of a space, or of a batch's rows."""
+    if isinstance(observations, spaces.Dict):
+        return {key: tuple(sub.shape or ()) for key, sub in observations.spaces.items()}
+    if isinstance(observations, spaces.Space):
+        return tuple(observations.shape or ())
+    if isinstance(observations, dict):
+        return {key: tuple(np.shape(v)[1:]) for key, v in observations.items()}
+    return tuple(np.shape(observations)[1:])
+
+
+def _fits(stats: tuple[int, ...], obs: tuple[int, ...]) -> bool:
+    """Whether ``normalize_obs`` keeps a batch of ``obs`` rows as it is (its arithmetic
+    broadcasts the statistics over the batch)."""
+    try:
+        return np.broadcast_shapes((2, *obs), stats) == (2, *obs)
+    except ValueError:
+        return False
+
+
+def check_stats_fit(vec_normalize: Any, observations: Any, source: str) -> None:
+    """A :class:`~pytest_rlaudit.errors.SpacesMismatchError` naming both shapes and the
+    statistics (``source``) when VecNormalize statistics are not for the env's
+    observations (``observations``: its observation space, or a batch of them): another
+    env's ``vecnormalize.pkl``, which would otherwise fail as the agent's own error."""
+    saved, env = _stats_shapes(vec_normalize), _obs_shapes(observations)
+    if saved is None:
+        return
+    if isinstance(saved, dict) or isinstance(env, dict):
+        if not (isinstance(saved, dict) and isinstance(env, dict)):
+            why = f"observations {saved}, but the env's are {env}"
+        else:
+            bad = [k for k in saved if k not in env or not _fits(saved[k], env[k])]
+            if not bad:
+                return
+            k = bad[0]
+            why = (f"observations whose {k!r} has shape {saved[k]}, but the env's "
+                   + (f"have shape {env[k]}" if k in env else f"have no {k!r} (keys {sorted(env)})"))
+    elif _fits(saved, env):
+        return
+    else:
+        why = f"observations of shape {saved}, but the env's observations have shape {env}"
+    raise SpacesMismatchError(
+        f"VecNormalize statistics {source} are for {why}: they are another env's statistics. "
+        "Pass the ones saved with this agent: vec_normalize=PATH or --rl-vec-normalize PATH "
+        "(a zoo folder keeps them as <Env>/vecnormalize.pkl); or vec_normalize=None / "
+        "--rl-vec-normalize none if it was trained without")
+
+
 class NormalizedPolicy(PolicyWrapper):
     """Observations normalised with a ``VecNormalize``'s statistics before ``policy``
-    (its ``normalize_obs``, bit for bit). ``trusted``: see :func:`load_vec_normalize`."""
+    (its ``normalize_obs``, bit for bit). ``trusted``: see :func:`load_vec_normalize`.
+    Statistics for other observations than the env's are an error naming both shapes
+    (:func:`check_stats_fit`) when it is bound to the env, or at its first call."""
 
     def __init__(self, policy: CorePolicy, vec_normalize: Any, *, trusted: bool = False) -> None:
         super().__init__(policy)
         self.vec_normalize = load_vec_normalize(vec_normalize, trusted=trusted)
+        self.stats_source = (repr(str(_stats_file(Path(vec_normalize))))
+                             if isinstance(vec_normalize, (str, os.PathLike))
+                             else "(the VecNormalize given)")
         self._scale: tuple[np.ndarray, np.ndarray, float] | None = None
+        self._checked = False
+
+    def check_observations(self, observations: Any) -> None:
+        """Stop now if the statistics are not for ``observations`` (a space or a batch)."""
+        check_stats_fit(self.vec_normalize, observations, self.stats_source)
+        self._checked = True
 
     def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
+        self.check_observations(observation_space)
         super().bind(observation_space, action_space)
         # Read once per rollout: the statistics do not change within one (training is off).
         self._scale = _obs_scale(self.vec_normalize)
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
+        if not self._checked:  # called without being bound to an env
+            self.check_observations(obs)
         scale = self._scale
         if scale is None or isinstance(obs, dict):
             return self.policy.act(self.vec_normalize.normalize_obs(obs), states)

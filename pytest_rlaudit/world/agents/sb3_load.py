@@ -22,6 +22,7 @@ from gymnasium import spaces
 
 from ..._optional import EXTRAS, install_hint, missing
 from ...errors import PolicyError
+from .archives import check_archive, not_intact
 from .missing import agent_not_found
 from .pickles import gym_as_gymnasium
 from .untrusted import TRUST_HINT, pickled_global, weights_only_objects
@@ -101,13 +102,52 @@ def _algo_class(name: str) -> Any:
             f"{install_hint(package='sb3-contrib')}")) from exc
 
 
+#: The entries of a zip's ``data`` that are read before SB3's ``load`` (to tell the
+#: algorithm, rebuild the policy or check the spaces), and what each must be. Each is a
+#: dict as SB3 writes it: ``{":type:": ..., ":serialized:": <base64 pickle>, ...}`` for
+#: what JSON cannot hold (``policy_kwargs`` is a plain dict when JSON can).
+_DATA_ENTRIES = ("policy_class", "observation_space", "action_space", "policy_kwargs")
+
+
 def _zip_data(path: Path) -> dict[str, Any]:
+    """The ``data`` of an SB3 zip, once :func:`~.archives.check_archive` has bounded and
+    checked its members, and checked to be shaped as SB3 writes it."""
+    check_archive(path, sb3=True)
+    with zipfile.ZipFile(path) as archive:
+        raw = archive.read("data")
     try:
-        with zipfile.ZipFile(path) as archive:
-            data: dict[str, Any] = json.loads(archive.read("data"))
-            return data
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as exc:
-        raise PolicyError(f"{str(path)!r} is not a stable-baselines3 model zip ({exc})") from exc
+        data = json.loads(raw.decode("utf-8"))  # as SB3 reads it
+    except UnicodeDecodeError as exc:
+        raise not_intact(path, f"its data member is not UTF-8 text ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise not_intact(path, f"its data member is not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise not_intact(path, f"its data member is {_json_kind(data)} in JSON, not the object "
+                               "of settings SB3 writes")
+    for key in _DATA_ENTRIES:
+        entry = data.get(key)
+        if key not in data or (entry is None and key == "policy_kwargs"):
+            continue
+        serialized = entry.get(":serialized:", "") if isinstance(entry, dict) else None
+        if not isinstance(serialized, str) or (key == "policy_class" and not serialized):
+            raise not_intact(path, (
+                f"its data's {key} is {_json_kind(entry)} {_clip(entry)}, not the entry SB3 "
+                "writes (a dict with ':type:' and ':serialized:')"))
+    if "policy_class" not in data:
+        raise not_intact(path, "its data names no policy_class")
+    return data
+
+
+def _json_kind(value: Any) -> str:
+    """``value``'s kind in JSON's words, with its article: ``a list``."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
+def _clip(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _algo_from_zip(path: Path, data: dict[str, Any]) -> str:
@@ -164,6 +204,11 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
     a saved run's folder says it was trained on, where neither ``spaces_of_env`` nor the
     file's readable fields give them (a Dict space is not described in full there).
 
+    Before anything of the file is read, trusted or not, its members' sizes are checked
+    against limits and the zip against what SB3's ``save`` writes
+    (:func:`~.archives.check_archive`), and its ``data`` against the shape SB3 gives it:
+    anything else is an error naming the file and what is wrong in it.
+
     A model trained with SB3's ``HerReplayBuffer`` (:func:`uses_her`) is loaded with SB3's
     plain buffer in its place, which needs no env (see ``_HER_STAND_INS``).
 
@@ -210,13 +255,35 @@ def load_sb3(path: str | os.PathLike[str], algo: str | None = None, *,
             f"{exc.name!r}, which is not installed here; install the package that provides it"
         ) from exc
     except Exception as exc:
+        cause = _sb3_cause(exc)
         hint = _load_hint(path, data, algo if given else None, env_spaces=bool(why or not trusted))
+        if _weights_misnamed(cause) and not hint.endswith("is algo right?"):
+            raise not_intact(path, f"its .pth members are not those a {algo} model saves "
+                                   f"({type(cause).__name__}: {cause})", ran=trusted) from exc
         if not trusted:
             hint += (" (loaded without running its pickles: the policy was rebuilt from the "
                      "env's spaces and the file's readable settings; " + TRUST_HINT + ")")
         raise PolicyError(
-            f"cannot load {str(path)!r} as a {algo} model ({type(exc).__name__}: {exc}); " + hint
-        ) from exc
+            f"cannot load {str(path)!r} as a {algo} model ({type(cause).__name__}: {cause}); "
+            + hint) from exc
+
+
+def _sb3_cause(exc: BaseException) -> BaseException:
+    """The error SB3's ``load`` met first: when ``set_parameters`` fails with a
+    ``ValueError``, SB3 retries as for an old DQN file, indexing the optimizer state (the
+    stand-in optimizer has none: :class:`~.untrusted.InferenceOnlyOptimizer`), and that
+    retry's ``IndexError`` or ``KeyError`` says nothing of the file."""
+    context = exc.__context__
+    if isinstance(exc, (IndexError, KeyError)) and isinstance(context, ValueError):
+        return context
+    return exc
+
+
+def _weights_misnamed(exc: BaseException) -> bool:
+    """Whether SB3's ``set_parameters`` refused the names of the zip's ``.pth`` members:
+    one the algorithm has no object for, or a set other than the one it saves."""
+    return isinstance(exc, ValueError) and (
+        "is an invalid object name" in str(exc) or "Names of parameters do not match" in str(exc))
 
 
 def _load_hint(path: Path, data: dict[str, Any], given: str | None, *, env_spaces: bool) -> str:

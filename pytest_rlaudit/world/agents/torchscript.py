@@ -12,6 +12,7 @@ import numpy as np
 
 from ..._optional import TORCH_PIN
 from ...errors import PolicyError
+from .archives import check_archive
 from .exported import ExportedPolicy
 from .torch import MIN_TORCH_ROWS, _inference, _pad_rows
 
@@ -70,6 +71,7 @@ class TorchScriptPolicy(ExportedPolicy):
                 "torch.save needs the module it came from: as_policy(MyModule(), "
                 f"checkpoint={self.path!r})"
             )
+        check_archive(self.path)  # member sizes bounded before torch reads any
         try:
             with warnings.catch_warnings():
                 # torch 2.13 deprecates TorchScript; the files deployed today are TorchScript
