@@ -113,7 +113,7 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
 
         label = text[len(HUB_PREFIX):]
         text = str(download(label))
-    run = read_saved_run(text)
+    run = read_saved_run(text, trusted=trusted)
     label = label or run.label
     stack = run.frame_stack if frame_stack is None else frame_stack
     model = load_sb3(run.model, algo or run.algo,
