@@ -83,8 +83,10 @@ def _ordered_dict(path: Path, loader: Any, node: Any, yaml: Any) -> dict[Any, An
             f"{why}; write the mapping as the zoo does (a list of [key, value] pairs under "
             "the tag) or as a plain YAML mapping without the tag")
 
+    kwds: Any = {}
+    items: Any = {}
     if isinstance(node, yaml.SequenceNode):
-        args, kwds, items = loader.construct_sequence(node, deep=True), {}, {}
+        args = loader.construct_sequence(node, deep=True)
     else:
         value = loader.construct_mapping(node, deep=True)
         if not set(value) <= _APPLY_KEYS:
@@ -176,8 +178,9 @@ def _trained_on(args: dict[str, Any], folder: Path, config: Path | None) -> str 
     if args.get("env"):
         env = args["env"]
         if not isinstance(env, str):
-            raise PolicyError(f"{str(config / 'args.yml')!r}: env {env!r} is not an env id (the "
-                              "zoo writes the id it trained on, such as CartPole-v1)")
+            where = str(Path(config or folder) / "args.yml")
+            raise PolicyError(f"{where!r}: env {env!r} is not an env id (the zoo writes the id "
+                              "it trained on, such as CartPole-v1)")
         return env
     if config is not None and config != folder:
         return config.name
