@@ -118,6 +118,43 @@ def test_the_zoo_s_old_utils_wrappers_spelling_never_imports_the_folder_s_utils(
     assert not marker.exists() and "utils.wrappers" not in sys.modules
 
 
+def test_an_allow_listed_package_the_folder_itself_carries_is_not_imported(
+        tmp_path, monkeypatch):
+    """rl_zoo3 is not installed here: a ``rl_zoo3/`` in the folder (on sys.path) would be
+    found in its place; the name is on the allow-list, the module it would load is not."""
+    if "rl_zoo3" in sys.modules:
+        pytest.skip("rl_zoo3 is imported: nothing can stand in for it")
+    marker = tmp_path / "IMPORTED"
+    run = _run(tmp_path, _entry("env_wrapper", "rl_zoo3.wrappers.HistoryWrapper"))
+    (run / "rl_zoo3").mkdir()
+    (run / "rl_zoo3" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (run / "rl_zoo3" / "wrappers.py").write_text("from gymnasium import Wrapper as HistoryWrapper\n")
+    monkeypatch.syspath_prepend(str(run))
+    with pytest.raises(UntrustedFileError, match=rf"package rl_zoo3 would be imported from "
+                                                 rf"{run}.*inside the agent's own folder{TRUST}"):
+        as_policy(run)
+    assert not marker.exists() and "rl_zoo3" not in sys.modules
+
+
+def test_a_hub_download_s_config_is_read_alike(tmp_path, monkeypatch):
+    constants = pytest.importorskip("huggingface_hub.constants")
+    marker = tmp_path / "PWNED"
+    run = _run(tmp_path / "source", _entry(
+        "env_wrapper", f"[{{pydoc.pipepager: {{cmd: 'touch {marker}'}}}}]"))
+    snapshot = tmp_path / "cache" / "models--sb3--ppo-CartPole-v1" / "snapshots" / "0123"
+    snapshot.mkdir(parents=True)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("0123")
+    shutil.copy(run / "CartPole-v1.zip", snapshot / "ppo-CartPole-v1.zip")
+    for name in ("config.yml", "args.yml"):
+        shutil.copy(run / "CartPole-v1" / name, snapshot / name)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(UntrustedFileError, match=rf"config\.yml'.*'pydoc\.pipepager'{TRUST}"):
+        as_policy("hf://sb3/ppo-CartPole-v1")
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize("name, why", [
     ("gymnasium.wrappers.RecordVideo", "writes video files"),
     ("gymnasium.wrappers.HumanRendering", "opens a window"),

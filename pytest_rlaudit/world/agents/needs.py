@@ -13,10 +13,13 @@ before anything else, and perturbations disturb the env as trained).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -103,6 +106,7 @@ def _allowed_wrapper(name: str, config: str | None) -> type:
                "for it)" if attribute in WRAPPERS_OUTSIDE else "which is not on the allow-list")
         raise _refused(name, why, config)
     module, package = allowed
+    _check_not_shadowed(name, package[:-1], config)
     try:
         imported = importlib.import_module(module)
     except ImportError as exc:
@@ -115,6 +119,24 @@ def _allowed_wrapper(name: str, config: str | None) -> type:
             and wrapper.__module__.startswith(package)):
         raise _refused(name, f"which is not one of {package[:-1]}'s env wrapper classes", config)
     return wrapper
+
+
+def _check_not_shadowed(name: str, package: str, config: str | None) -> None:
+    """Refuse an allow-listed package that is not imported yet and would be found inside
+    the saved run's own folder (a ``rl_zoo3/`` it carries, on ``sys.path`` or in the
+    working directory) rather than installed: finding a top-level package runs nothing."""
+    if package in sys.modules or config is None:
+        return
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return  # the import below says what is missing
+    origin = getattr(spec, "origin", None)
+    run = Path(config).resolve().parent.parent  # zoo: <run>/<Env>/config.yml
+    if origin and Path(origin).resolve().is_relative_to(run):
+        raise _refused(name, f"whose package {package} would be imported from {origin}, "
+                             "inside the agent's own folder, not from the installed library",
+                       config)
 
 
 def _check_kwargs(wrapper: type, name: str, kwargs: Mapping[str, Any],
