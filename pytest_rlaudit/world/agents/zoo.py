@@ -16,6 +16,10 @@ A folder or the ``.zip`` inside one are read alike. For example, in this reposit
 ``"Pendulum-v1"``, with ``Pendulum-v1/vecnormalize.pkl``. An Atari run
 (``env_wrapper: [stable_baselines3.common.atari_wrappers.AtariWrapper]``, ``frame_stack: 4``)
 is read alike; :attr:`SavedRun.atari` tells it, and :mod:`..atari` what its episodes are.
+
+The ``.yml`` files are data (:func:`read_yaml`); of what they name, only the env wrappers
+are ever imported, from an allow-list by name unless the run is trusted
+(:func:`read_saved_run`).
 """
 
 from __future__ import annotations
