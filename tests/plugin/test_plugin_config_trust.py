@@ -19,9 +19,13 @@ OPTIONS = ("--rl-audit", "--rl-env=CartPole-v1", "--rl-episodes=2", "--rl-scenar
 
 @pytest.fixture(scope="module", autouse=True)
 def _loaded_once() -> None:
-    """The zoo agent loaded once before pytester's snapshot of sys.modules: torch does not
-    survive being imported twice in one process."""
+    """The zoo agent loaded once both ways before pytester's snapshot of sys.modules:
+    pytester drops what an inner run imports, and torch does not survive being imported
+    twice in one process. The trusted load (SB3's own, which builds an optimizer) imports
+    torch._dynamo and torch._inductor, which --rl-trusted's inner run would otherwise import
+    and leave half-registered for every later SB3 load in this process."""
     as_policy(CARTPOLE_RUN)
+    as_policy(CARTPOLE_RUN, trusted=True)
 
 
 def _hostile_run(root: Path, marker: Path) -> Path:
