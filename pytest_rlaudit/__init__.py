@@ -53,7 +53,8 @@ _ERRORS = ("InvalidArgumentError", "UnknownEnvError", "UnknownScenarioError",
            "PerturbationError", "PolicyError", "ReferenceScoreError", "BaselineError",
            "RolloutError", "RolloutTimeoutError", "RolloutCapWarning", "MisloadedAgentError",
            "AgentWarning", "NonReproducibleError", "EnvContractError", "RepeatedError",
-           "CouldNotAuditError", "AgentNotFoundError", "SpacesMismatchError")
+           "CouldNotAuditError", "AgentNotFoundError", "SpacesMismatchError",
+           "UntrustedFileError")
 # The public modules: facades at the top (scenarios, perturbations, strategies) and the
 # layer packages (DESIGN.md section 2).
 _SUBMODULES = ("scenarios", "perturbations", "strategies", "stats", "errors", "world", "rollout",

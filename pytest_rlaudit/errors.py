@@ -14,6 +14,7 @@ __all__ = [
     "CouldNotAuditError",
     "AgentNotFoundError",
     "SpacesMismatchError",
+    "UntrustedFileError",
     "InvalidArgumentError",
     "UnknownEnvError",
     "UnknownScenarioError",
@@ -93,6 +94,14 @@ class AgentNotFoundError(CouldNotAuditError, PolicyError):
 class SpacesMismatchError(CouldNotAuditError, PolicyError):
     """An agent made for other observation or action spaces than the env's: most likely
     audited on another env than the one it was trained on."""
+
+
+class UntrustedFileError(CouldNotAuditError, PolicyError):
+    """A shared file that would have code run or imported to load it (a zoo folder's
+    ``config.yml`` naming an env wrapper that is not on the allow-list, a model whose own
+    classes are pickled in it): a default load runs none of it. The message names the
+    file, what was refused and ``trusted=True`` / ``--rl-trusted``, the full load, for
+    files one trusts."""
 
 
 class ReferenceScoreError(RLAuditError, ValueError):

@@ -224,9 +224,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--rl-agent-name", _text, None, "the name --rl-agent is reported under (default: "
            "its algorithm and file or folder).", "NAME"),
     Option("--rl-trusted", _flag, False, "load --rl-agent's SB3 .zip (zoo folder, hf:// "
-           "download) and VecNormalize statistics in full, the way SB3 does, running the code "
-           "pickled in them: for files you trust whose own classes need it. By default "
-           "nothing pickled in them runs (weights-only load)."),
+           "download) and VecNormalize statistics in full, the way SB3 and the zoo do, running "
+           "the code pickled in them and importing any env wrapper its config.yml names: for "
+           "files you trust whose own classes need it. By default nothing pickled in them runs "
+           "(weights-only load) and config.yml's env wrappers come from an allow-list."),
     Option("--rl-env", _text, None, "the Gymnasium id to audit on (or module:Id-v0). The "
            "default of the rl_env fixture.", "ID"),
     Option("--rl-episodes", parse_episodes, 30, "paired episodes per scenario (>= 2; default 30).",

@@ -28,8 +28,12 @@ def _loaded_outside_pytester():
     """Load the agent (and the audit's modules, above) once before any in-process run:
     pytester drops the modules a run imports when it ends, torch (whose model loading
     imports more of it) does not survive being imported twice in one process, and a
-    Scenario class imported afresh is not the one the plugin already holds."""
+    Scenario class imported afresh is not the one the plugin already holds. Loaded in full
+    too (SB3's own load builds an optimizer, importing torch._dynamo and torch._inductor),
+    as --rl-trusted's inner run does: imported there first, they would be dropped half
+    registered, and every later SB3 load in this process would fail."""
     as_policy(PENDULUM_RUN)
+    as_policy(PENDULUM_RUN, trusted=True)
 
 
 def _results(pytester: pytest.Pytester) -> list[dict]:

@@ -127,7 +127,7 @@ def _from_path(text: str, *, algo: str | None, vec_normalize: Any, frame_stack: 
 
         label = text[len(HUB_PREFIX):]
         text = str(download(label))
-    run = read_saved_run(text)
+    run = read_saved_run(text, trusted=trusted)
     label = label or run.label
     stack = run.frame_stack if frame_stack is None else frame_stack
     env_spaces = _made_spaces(env, run.needs)
@@ -234,9 +234,11 @@ def as_policy(agent: Any, *, algo: str | None = None, vec_normalize: Any = "auto
       ``torch.load(weights_only=True)``, the spaces from ``env``, the policy class and
       ``policy_kwargs`` (``net_arch``, ``activation_fn``...) from the file's readable
       fields and allow-lists, and VecNormalize statistics through an allow-listed
-      unpickler (see :mod:`.untrusted`). A model whose own classes need its pickles is an
-      error naming ``trusted=True``, which loads the way SB3 does and runs them: for files
-      one trusts. ``--rl-trusted`` on the command line.
+      unpickler (see :mod:`.untrusted`); a zoo folder's ``config.yml`` is read as data, its
+      env wrappers taken by name from an allow-list (:func:`.needs.import_wrapper`). A model
+      whose own classes need its pickles, or a config naming another wrapper, is an error
+      naming ``trusted=True``, which loads the way SB3 and the zoo do and runs them: for
+      files one trusts. ``--rl-trusted`` on the command line.
     - ``torch_threads``: see the package docstring (for an ONNX file: onnxruntime's
       intra-op threads).
 

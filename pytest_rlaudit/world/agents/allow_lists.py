@@ -1,6 +1,8 @@
-"""What a model's ``policy_kwargs`` may name when nothing in the file is run: the
-allow-lists of classes taken by name (torch.nn's activations, torch.optim's optimizers,
-SB3's feature extractors), and a zoo ``config.yml``'s ``policy_kwargs`` read as data.
+"""What a model's ``policy_kwargs`` and a zoo ``config.yml``'s ``env_wrapper`` may name
+when nothing in the file is run: the allow-lists of classes taken by name (torch.nn's
+activations, torch.optim's optimizers, SB3's feature extractors; the env wrappers of
+gymnasium, SB3, the zoo and sb3-contrib), and a zoo ``config.yml``'s ``policy_kwargs``
+read as data.
 
 >>> allowed_class("activation_fn", "<class 'torch.nn.modules.activation.Tanh'>").__name__
 'Tanh'
@@ -14,7 +16,8 @@ import ast
 import re
 from typing import Any
 
-__all__ = ["ALLOWED_WORDS", "CLASS_REPR", "allowed_class", "config_policy_kwargs"]
+__all__ = ["ALLOWED_WORDS", "CLASS_REPR", "WRAPPER_WORDS", "allowed_class",
+           "allowed_wrapper_module", "config_policy_kwargs"]
 
 #: How SB3 writes a class it could not put in JSON: ``str(cls)``.
 CLASS_REPR = re.compile(r"^<class '([\w.]+)'>$")
@@ -56,6 +59,42 @@ ALLOWED_WORDS = {"activation_fn": "torch.nn's activations",
                   "features_extractor_class": "SB3's FlattenExtractor, NatureCNN and "
                                               "CombinedExtractor",
                   "optimizer_class": "torch.optim's optimizers"}
+
+
+#: The modules whose env wrappers a config.yml may name (each with its submodules), with the
+#: package a class found there must come from: libraries already installed and trusted,
+#: never a module of the folder itself.
+WRAPPER_MODULES = {"gymnasium.wrappers": "gymnasium.",
+                   "stable_baselines3.common.atari_wrappers": "stable_baselines3.",
+                   "rl_zoo3.wrappers": "rl_zoo3.",
+                   "sb3_contrib.common.wrappers": "sb3_contrib."}
+#: Wrappers of those modules that act outside the env (an audit needs none of them).
+WRAPPERS_OUTSIDE = {"RecordVideo": "writes video files", "HumanRendering": "opens a window"}
+WRAPPER_WORDS = ("gymnasium.wrappers.* but RecordVideo and HumanRendering, "
+                 "stable_baselines3.common.atari_wrappers.*, rl_zoo3.wrappers.*, "
+                 "sb3_contrib.common.wrappers.*")
+
+
+def allowed_wrapper_module(name: str) -> tuple[str, str] | None:
+    """``(module, package)`` when the dotted ``name`` (``module.Class``) is on the
+    allow-list of env wrappers by its name alone, before anything is imported: its module
+    one of :data:`WRAPPER_MODULES` (or below it), its class a public name other than
+    :data:`WRAPPERS_OUTSIDE`'s. ``package`` is where the class must come from. Else None.
+
+    >>> allowed_wrapper_module("gymnasium.wrappers.TimeLimit")
+    ('gymnasium.wrappers', 'gymnasium.')
+    >>> [allowed_wrapper_module(n) for n in ("pydoc.pipepager", "gymnasium.wrappers.RecordVideo",
+    ...                                      "gymnasium.wrappersX.TimeLimit")]
+    [None, None, None]
+    """
+    module, _, cls = name.rpartition(".")
+    if (not cls.isidentifier() or cls.startswith("_") or cls in WRAPPERS_OUTSIDE
+            or not all(part.isidentifier() for part in module.split("."))):
+        return None
+    for allowed, package in WRAPPER_MODULES.items():
+        if module == allowed or module.startswith(allowed + "."):
+            return module, package
+    return None
 
 
 def allowed_class(kind: str, text: Any) -> type | None:

@@ -48,20 +48,21 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ...errors import PolicyError, SpacesMismatchError
+from ...errors import PolicyError, SpacesMismatchError, UntrustedFileError
 from .allow_lists import ALLOWED_WORDS, CLASS_REPR, allowed_class, config_policy_kwargs
 
 __all__ = ["TRUST_HINT", "InferenceOnlyOptimizer", "pickled_global", "readable_policy_kwargs",
            "readable_space", "weights_only_objects", "untrusted_error"]
 
 #: How to load a file in full, for the errors that need it.
-TRUST_HINT = ("if you trust the file, load it in full (SB3's own load, which runs the code "
-              "pickled in it): as_policy(path, trusted=True) or --rl-trusted")
+TRUST_HINT = ("if you trust the file, load it in full (as SB3 and the zoo load it, running "
+              "the code it holds or names): as_policy(path, trusted=True) or --rl-trusted")
 
 
 def untrusted_error(path: Path, why: str) -> PolicyError:
-    """The error for a file that cannot be loaded without running its code."""
-    return PolicyError(f"cannot load {str(path)!r} without running code pickled in it: {why}; "
+    """The error for a file that cannot be loaded without running its code (an
+    :class:`~pytest_rlaudit.errors.UntrustedFileError`: could not audit, not a finding)."""
+    return UntrustedFileError(f"cannot load {str(path)!r} without running code pickled in it: {why}; "
                        + TRUST_HINT)
 
 
