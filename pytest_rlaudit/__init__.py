@@ -54,7 +54,7 @@ _ERRORS = ("InvalidArgumentError", "UnknownEnvError", "UnknownScenarioError",
            "RolloutError", "RolloutTimeoutError", "RolloutCapWarning", "MisloadedAgentError",
            "AgentWarning", "NonReproducibleError", "EnvContractError", "RepeatedError",
            "CouldNotAuditError", "AgentNotFoundError", "SpacesMismatchError",
-           "UntrustedFileError")
+           "UntrustedFileError", "AgentFileError")
 # The public modules: facades at the top (scenarios, perturbations, strategies) and the
 # layer packages (DESIGN.md section 2).
 _SUBMODULES = ("scenarios", "perturbations", "strategies", "stats", "errors", "world", "rollout",

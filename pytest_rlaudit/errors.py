@@ -14,6 +14,7 @@ __all__ = [
     "CouldNotAuditError",
     "AgentNotFoundError",
     "SpacesMismatchError",
+    "AgentFileError",
     "UntrustedFileError",
     "InvalidArgumentError",
     "UnknownEnvError",
@@ -96,7 +97,14 @@ class SpacesMismatchError(CouldNotAuditError, PolicyError):
     audited on another env than the one it was trained on."""
 
 
-class UntrustedFileError(CouldNotAuditError, PolicyError):
+class AgentFileError(CouldNotAuditError, PolicyError):
+    """An agent's file that is not what it claims to be: a model zip that is damaged or
+    not as SB3's ``save`` writes one, a member over its size limit
+    (``RLAUDIT_MAX_MEMBER_MB``), a zoo ``config.yml`` that cannot be read. The message names
+    the file, what is wrong with it and what to do."""
+
+
+class UntrustedFileError(AgentFileError):
     """A shared file that would have code run or imported to load it (a zoo folder's
     ``config.yml`` naming an env wrapper that is not on the allow-list, a model whose own
     classes are pickled in it): a default load runs none of it. The message names the

@@ -108,6 +108,7 @@ class ItemAudits:
         --rl-trusted when they are --rl-agent."""
         key = agent if isinstance(agent, str) else id(agent)
         if key not in self._policies:
+            from ..errors import PolicyError
             from ..world.agents import as_policy
 
             options: dict[str, Any] = {}
@@ -121,7 +122,13 @@ class ItemAudits:
                            "trusted": self.settings.trusted,
                            "vec_normalize": "auto" if given is None else (
                                None if given.lower() == "none" else given)}
-            self._policies[key] = (agent, as_policy(agent, env=env, **options))
+            try:
+                self._policies[key] = (agent, as_policy(agent, env=env, **options))
+            except PolicyError as exc:
+                # an agent that does not load (a damaged or refused file, a config it cannot
+                # read) could not be audited: pytest's ERROR, never a robustness FAILED
+                exc.could_not_audit = True  # type: ignore[attr-defined]
+                raise
         return self._policies[key][1]
 
     def gate(self, item: pytest.Item, scenario: Scenario) -> Gate | None:
@@ -168,7 +175,8 @@ class ItemAudits:
         try:
             return self._run(item, scenario, agent, env)
         except Exception as exc:
-            from ..errors import CouldNotAuditError, RepeatedError, RobustnessError
+            from ..errors import RepeatedError, RobustnessError
+            from .items import could_not_audit
 
             if isinstance(exc, (RobustnessError, RepeatedError)):
                 raise
@@ -178,7 +186,7 @@ class ItemAudits:
             item.stash[SAME_AS_KEY] = first
             repeated = RepeatedError(f"the same {type(exc).__name__} as {first}: its failure "
                                      "says what went wrong and what to do")
-            repeated.could_not_audit = isinstance(exc, CouldNotAuditError)
+            repeated.could_not_audit = could_not_audit(exc)
             raise repeated from None
 
     def _run(self, item: pytest.Item, scenario: Scenario, agent: Any, env: Any) -> Any:

@@ -227,3 +227,28 @@ def test_other():
     result = here.runpytest()
     result.assert_outcomes(passed=1, skipped=1)
     assert not [line for line in result.outlines if line.startswith("rl audit:")]
+
+
+def test_an_agent_file_that_does_not_load_is_an_error_not_a_failure(
+        sb3: None, here: pytest.Pytester):
+    # a zip cut short in transfer: an AgentFileError, could not audit
+    (here.path / "ppo.zip").write_bytes((EXAMPLES / "ppo_cartpole.zip").read_bytes()[:5000])
+    result = here.runpytest("--rl-audit", "--rl-agent=ppo.zip", "--rl-env=CartPole-v1",
+                            "--rl-scenarios=jitter", "--rl-episodes=2")
+    assert result.ret in (USAGE, pytest.ExitCode.INTERRUPTED)
+    assert "ppo.zip" in _text(result) and "is it truncated" in _text(result)
+    assert " failed" not in _text(result)
+
+
+def test_any_agent_that_does_not_load_in_a_test_of_the_repo_is_an_error(
+        sb3: None, here: pytest.Pytester):
+    # statistics that are another kind of pickle: a plain PolicyError from the loader
+    shutil.copy(EXAMPLES / "ppo_cartpole.zip", here.path / "ppo.zip")
+    (here.path / "stats.pkl").write_bytes(__import__("pickle").dumps({"not": "VecNormalize"}))
+    here.makepyfile(test_inner_audits=AUDIT_TEST)
+    result = here.runpytest("--rl-audit", "--rl-agent=ppo.zip", "--rl-env=CartPole-v1",
+                            "--rl-vec-normalize=stats.pkl", "--rl-episodes=2")
+    result.assert_outcomes(passed=1, errors=2)  # test_plain passes; the audits could not run
+    assert result.ret == USAGE
+    result.stdout.fnmatch_lines(["ERROR test_inner_audits.py::test_audit[[]jitter[]] - "
+                                 "'stats.pkl' does not hold a*"])

@@ -76,7 +76,7 @@ def test_a_weights_member_sb3_never_writes_is_named(tmp_path):
     (lambda m: {**m, "actor.optimizer.pth": m["policy.optimizer.pth"]},
      "(ValueError: Key actor.optimizer is an invalid object name.)"),
     (lambda m: {k: v for k, v in m.items() if k != "policy.optimizer.pth"},
-     "expected {'policy', 'policy.optimizer'}, got {'policy'}"),
+     "got {'policy'}"),  # SB3 prints the expected set in hash order: not compared
 ], ids=["another algorithm's optimizer", "no optimizer"])
 def test_weights_members_another_algorithm_saves_are_named(tmp_path, change, said, trusted):
     """Names SB3 writes, but not for this algorithm: SB3's load refuses them, then its

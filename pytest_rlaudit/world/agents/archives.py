@@ -35,7 +35,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable
 
-from ...errors import PolicyError
+from ...errors import AgentFileError, PolicyError
 
 __all__ = ["check_archive", "limits", "LIMIT_VARIABLE", "SETTINGS_MB", "WEIGHTS_MB",
            "TOTAL_FACTOR", "SB3_WEIGHTS", "not_intact"]
@@ -80,22 +80,22 @@ def _size(size: int) -> str:
 
 
 def not_intact(path: str | os.PathLike[str], why: str, *,
-               what: str = "an intact SB3 model zip", ran: bool = False) -> PolicyError:
+               what: str = "an intact SB3 model zip", ran: bool = False) -> AgentFileError:
     """The error for an SB3 model zip that is not as SB3's ``save`` writes one; ``ran``:
     found by a trusted load, after SB3 ran the file's pickles."""
     done = "" if ran else "; nothing of it was run or written"
-    return PolicyError(
+    return AgentFileError(
         f"cannot load {os.fspath(path)!r}: {why}, so it is not {what}{done}. Use the model's "
         ".zip as SB3's save wrote it (model.save), or download it again")
 
 
-def _too_big(path: str, where: str, size: int, limit: int, kind: str) -> PolicyError:
+def _too_big(path: str, where: str, size: int, limit: int, kind: str) -> AgentFileError:
     normally = {"settings": "a model's settings are kilobytes",
                 "weights": "a model's weights are megabytes",
                 "total": f"{TOTAL_FACTOR} times the limit of one member"}[kind]
     # the smallest whole MiB that admits it (the total's limit is TOTAL_FACTOR of it)
     suggest = -(-size // ((TOTAL_FACTOR if kind == "total" else 1) * MIB))
-    return PolicyError(
+    return AgentFileError(
         f"cannot load {path!r}: {where} expand{'' if kind == 'total' else 's'} to "
         f"{_size(size)}, over the limit of "
         f"{_size(limit)} ({normally}), so it is not read. If this is a model you expect to be "
@@ -196,14 +196,14 @@ def check_archive(path: str | os.PathLike[str], *, sb3: bool = False) -> None:
     is not as SB3's ``save`` writes one (see the module docstring). Reads the archive's
     directory, and for an SB3 zip streams each member once in chunks.
 
-    A :class:`~pytest_rlaudit.errors.PolicyError` names the file, the member, its size and
+    An :class:`~pytest_rlaudit.errors.AgentFileError` names the file, the member, its size and
     the limit, and how to raise it."""
     name = os.fspath(path)
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         what = "a stable-baselines3 model zip" if sb3 else "a zip archive"
-        raise PolicyError(f"cannot load {name!r}: it is not {what} ({exc}): is it truncated, "
+        raise AgentFileError(f"cannot load {name!r}: it is not {what} ({exc}): is it truncated, "
                           "or another kind of file?") from exc
     with archive:
         infos = archive.infolist()
