@@ -95,12 +95,17 @@ class TorchScriptPolicy(ExportedPolicy):
             if not self._row_by_row:
                 try:
                     return self._forward(_pad_rows(rows, MIN_TORCH_ROWS))[:n]
-                except RuntimeError:
+                except RuntimeError as exc:  # torch.jit.Error is one
+                    if self._bound:  # it ran on the probe: the model itself raised
+                        raise self._raised(exc, rows) from exc
                     if n and self._accepts_one_row(rows):
                         self._row_by_row = True  # traced with a fixed batch of one
                     else:
                         raise self._shape_error(rows) from None
-            return np.concatenate([self._forward(rows[i : i + 1]) for i in range(n)])
+            try:
+                return np.concatenate([self._forward(rows[i : i + 1]) for i in range(n)])
+            except RuntimeError as exc:
+                raise self._raised(exc, rows) from exc
 
     def _accepts_one_row(self, rows: np.ndarray) -> bool:
         try:
