@@ -124,13 +124,14 @@ class ExportedPolicy(BasePolicy):
     _bound = False
 
     def _raised(self, exc: BaseException, rows: np.ndarray) -> PolicyError:
-        """The error for a model that raised on the env's observations ``rows`` after it
-        ran on the probe: the file, and the model's own message (the runner adds the step)."""
+        """The error for a model that raised on the env's observations ``rows``: the
+        file, and the model's own message (the runner adds the step)."""
+        after = ", after it had run on the env's probe observation" if self._bound else ""
         return PolicyError(
             f"{self.name}: the {self.format} model {self.path} raised on the env's observations "
-            f"(a batch of shape {tuple(rows.shape)}), after it had run on the env's probe "
-            f"observation: {type(exc).__name__}: {exc}. The model's own code failed on these "
-            "inputs; fix the model (or the observations it is given)")
+            f"(a batch of shape {tuple(rows.shape)}){after}: {type(exc).__name__}: {exc}. "
+            "The model's own code failed on these inputs; fix the model (or the observations "
+            "it is given)")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} from {self.path}>"
