@@ -144,3 +144,45 @@ def test_a_scripted_forward_that_raises_names_the_file_the_step_and_the_model(tm
     assert caught.value.step and f"agent step {caught.value.step}" in text
     assert "cart off centre: refusing to act" in text
     assert "Is it the model for this env?" not in text
+
+
+def test_an_onnx_model_failing_mid_episode_names_the_file_the_step_and_onnxruntime(tmp_path):
+    """onnxruntime's own exception (a Gather index out of bounds once the cart is off
+    centre), after the model ran on the probe: the file, the step and the message."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    weights = np.zeros((4, 2), dtype=np.float32)
+    weights[2:, 0], weights[2:, 1] = -1.0, 1.0
+    nodes = [
+        helper.make_node("MatMul", ["obs", "W"], ["scores"]),
+        helper.make_node("Slice", ["obs", "zero", "one", "one"], ["x"]),  # the cart position
+        helper.make_node("Abs", ["x"], ["far"]),
+        helper.make_node("Greater", ["far", "limit"], ["off"]),
+        helper.make_node("Cast", ["off"], ["index"], to=TensorProto.INT64),
+        helper.make_node("Mul", ["index", "five"], ["beyond"]),  # 0, or 5: out of bounds
+        helper.make_node("Gather", ["table", "beyond"], ["shift"]),
+        helper.make_node("Add", ["scores", "shift"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "fails_off_centre",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [helper.make_tensor("W", TensorProto.FLOAT, [4, 2], weights.ravel().tolist()),
+         helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
+         helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+         helper.make_tensor("limit", TensorProto.FLOAT, [], [0.05]),
+         helper.make_tensor("five", TensorProto.INT64, [], [5]),
+         helper.make_tensor("table", TensorProto.FLOAT, [2], [0.0, 0.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = str(tmp_path / "fails.onnx")
+    onnx.save(model, path)
+    with pytest.raises(RolloutError) as caught:
+        audit(path, "CartPole-v1", scenarios=["nominal"], episodes=2)
+    text = str(caught.value)
+    assert path in text and "raised on the env's observations" in text
+    assert caught.value.step and f"agent step {caught.value.step}" in text
+    assert "Gather" in text or "out of" in text  # onnxruntime's own words kept
+    assert "Is it the model for this env?" not in text
