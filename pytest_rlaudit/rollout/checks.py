@@ -84,11 +84,11 @@ def action_refused(action: Any, space: spaces.Space[Any], scenario: str, episode
     the action ``space`` (:func:`output_not_finite`'s if it holds NaN or infinity)."""
     if _not_finite(action):
         return output_not_finite(action, obs, scenario, episode, seed, step)
-    seen = f" on the observation {show(obs)}" if obs is not None else ""
+    seen = f", on the observation {show(obs)}" if obs is not None else ""
     return RolloutError(
-        f"the agent returned action {show(action)}{seen}, which is not in the action "
+        f"the agent returned action {show(action)}, which is not in the action "
         f"space {space} (out of bounds or of the wrong "
-        f"type), at {where(scenario, episode, seed, step)}. Fix the policy's "
+        f"type){seen}, at {where(scenario, episode, seed, step)}. Fix the policy's "
         "output, or clip it (gymnasium.wrappers.ClipAction) if that is what deployment "
         "does.",
         scenario=scenario, episode=episode, step=step)
