@@ -83,7 +83,7 @@ def action_refused(action: Any, space: spaces.Space[Any], scenario: str, episode
     """The error for an ``action`` the agent chose on observation ``obs`` that is not in
     the action ``space`` (:func:`output_not_finite`'s if it holds NaN or infinity)."""
     if _not_finite(action):
-        return output_not_finite(action, obs, scenario, episode, seed, step)
+        return output_not_finite(action, obs, scenario, episode, seed, step, "action")
     seen = f", on the observation {show(obs)}" if obs is not None else ""
     return RolloutError(
         f"the agent returned action {show(action)}, which is not in the action "
@@ -95,16 +95,16 @@ def action_refused(action: Any, space: spaces.Space[Any], scenario: str, episode
 
 
 def output_not_finite(output: Any, obs: Any, scenario: str, episode: int, seed: int,
-                      step: int) -> RolloutError:
-    """The error for an agent whose output (its action, or the scores or logits an
-    action is read from) holds NaN or infinity on observation ``obs``: the one wording
-    for every agent kind (raise it ``from`` the
+                      step: int, what: str = "output") -> RolloutError:
+    """The error for an agent whose ``what`` (its ``"action"``, or the ``"output"``, scores
+    or logits, an action is read from) holds NaN or infinity on observation ``obs``: the
+    one wording for every agent kind (raise it ``from`` the
     :class:`~pytest_rlaudit.errors.NonFiniteOutputError` if there is one)."""
     return RolloutError(
-        f"the agent's output {show(output)} is not finite (NaN or infinite) on the "
-        f"observation {show(obs)}, at {where(scenario, episode, seed, step)}. No action "
-        "can stand for it (an argmax would quietly turn NaN scores into action 0), so the "
-        "audit stops rather than rate it. Fix the policy: a NaN usually comes from "
+        f"the agent returned {what} {show(output)}, which is non-finite (NaN or infinite), "
+        f"on the observation {show(obs)}, at {where(scenario, episode, seed, step)}. No "
+        "action can stand for it (an argmax would quietly turn NaN scores into action 0), "
+        "so the audit stops rather than rate it. Fix the policy: a NaN usually comes from "
         "weights that diverged in training, or from observations it was not trained on "
         "(missing normalisation statistics, a division by zero in preprocessing).",
         scenario=scenario, episode=episode, step=step)

@@ -63,7 +63,7 @@ def _stopped(agent, env="CartPole-v1", size=4):
         audit(agent, env, scenarios=["nominal"], episodes=2)
     err = caught.value
     text = str(err)
-    assert "not finite (NaN or infinite)" in text
+    assert "non-finite (NaN or infinite)" in text
     assert err.step is not None and f"agent step {err.step}" in text
     number = r"-?\d+(\.\d+)?(e-?\d+)?"
     assert re.search(r"on the observation \[" + ", ".join([number] * size) + r"\]", text), text
