@@ -31,8 +31,7 @@ from ..world.agents import Policy
 from ..world.scenarios import Scenario
 from . import calls, progress
 from .batches import EpisodeBatch
-from .checks import (ActionChecker, action_refused, agent_failed, all_finite, check_obs,
-                     output_not_finite)
+from .checks import ActionChecker, action_refused, agent_failed, all_finite, check_obs, output_not_finite
 from .deadline import Expired, current
 from .slots import Finished, Job, Reply, stack, where
 from .workers import LocalGroup, Placer

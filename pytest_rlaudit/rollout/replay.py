@@ -69,8 +69,7 @@ from ..world.reuse import UNSEEDED, reset_verdict, same
 from ..world.scenarios import NOMINAL
 from . import calls
 from .batches import EpisodeBatch
-from .checks import (ActionChecker, action_refused, agent_failed, output_not_finite, show,
-                     where)
+from .checks import ActionChecker, action_refused, agent_failed, output_not_finite, show, where
 from .deadline import current
 from .runner import DEFAULT_MAX_STEPS
 from .slots import SlotGroup
