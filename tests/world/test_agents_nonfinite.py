@@ -186,3 +186,16 @@ def test_an_onnx_model_failing_mid_episode_names_the_file_the_step_and_onnxrunti
     assert caught.value.step and f"agent step {caught.value.step}" in text
     assert "Gather" in text or "out of" in text  # onnxruntime's own words kept
     assert "Is it the model for this env?" not in text
+
+
+def test_an_sb3_dqn_with_nan_q_values_is_an_error():
+    """SB3's DQN takes the argmax of its Q-values: NaN ones would be action 0, silently."""
+    from stable_baselines3 import DQN
+
+    model = DQN("MlpPolicy", "CartPole-v1", device="cpu", seed=0,
+                policy_kwargs={"net_arch": [8]})
+    with torch.no_grad():
+        model.policy.q_net.q_net[-1].bias[1] = float("nan")
+    err = _stopped(model)
+    assert ", nan], which is non-finite" in str(err)  # the Q-values, the second NaN
+    assert isinstance(err.__cause__, NonFiniteOutputError)
