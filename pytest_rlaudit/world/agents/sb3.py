@@ -10,8 +10,7 @@ from gymnasium import spaces
 
 from ...errors import PolicyError, SpacesMismatchError
 from .base import BasePolicy, check_finite
-from .sb3_fast import (batch_rows, flat_obs, mode_action, plain_mode, plain_predict, plain_q,
-                       plain_sac, row)
+from .sb3_fast import batch_rows, flat_obs, mode_action, plain_mode, plain_predict, plain_q, plain_sac, row
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads, on_cpu
 
 __all__ = ["SB3Policy"]
