@@ -22,6 +22,7 @@ __all__ = [
     "PerturbationError",
     "BaselineError",
     "PolicyError",
+    "NonFiniteOutputError",
     "ReferenceScoreError",
     "RolloutError",
     "RolloutTimeoutError",
@@ -84,6 +85,23 @@ class EnvContractError(RLAuditError, ValueError):
 
 class PolicyError(RLAuditError, TypeError):
     """An agent that cannot be adapted to the batched policy protocol."""
+
+
+class NonFiniteOutputError(RLAuditError, ValueError):
+    """A policy's output (per-action scores, logits, actions) holds NaN or an infinite
+    value: raised by ``act`` of the policies :func:`~pytest_rlaudit.as_policy` makes of
+    torch modules and deployed files (an argmax would quietly turn NaN scores into action
+    0). ``row`` is the first row of the batch with such an output, ``output`` that row's
+    output. In an audit it is the ``__cause__`` of a :class:`RolloutError` that names the
+    step and shows the observation."""
+
+    def __init__(self, message: str, *, row: int, output: Any) -> None:
+        super().__init__(message)
+        self.row = row
+        self.output = output
+
+    def __reduce__(self) -> tuple[Any, ...]:  # raised in a worker process, pickled back
+        return _non_finite, (str(self), self.row, self.output)
 
 
 class AgentNotFoundError(CouldNotAuditError, PolicyError):
@@ -203,3 +221,7 @@ class RobustnessError(AssertionError):
     def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
         self.result = result
+
+
+def _non_finite(message: str, row: int, output: Any) -> NonFiniteOutputError:
+    return NonFiniteOutputError(message, row=row, output=output)

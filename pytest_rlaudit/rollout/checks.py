@@ -26,6 +26,7 @@ from gymnasium import spaces
 from ..errors import EnvContractError, RolloutError
 
 __all__ = ["ActionChecker", "ObservationContract", "agent_failed", "action_refused",
+           "output_not_finite",
            "all_finite", "check_obs",
            "check_observation_space", "show", "unpacks_old_api", "where", "CHECKED_STEPS",
            "BOUNDS_SLACK"]
@@ -78,15 +79,43 @@ def agent_failed(exc: BaseException, rows: Sequence[tuple[str, int, int]], seed:
 
 
 def action_refused(action: Any, space: spaces.Space[Any], scenario: str, episode: int,
-                   seed: int, step: int) -> RolloutError:
-    """The error for an ``action`` the agent chose that is not in the action ``space``."""
+                   seed: int, step: int, obs: Any = None) -> RolloutError:
+    """The error for an ``action`` the agent chose on observation ``obs`` that is not in
+    the action ``space`` (:func:`output_not_finite`'s if it holds NaN or infinity)."""
+    if _not_finite(action):
+        return output_not_finite(action, obs, scenario, episode, seed, step, "action")
+    seen = f", on the observation {show(obs)}" if obs is not None else ""
     return RolloutError(
         f"the agent returned action {show(action)}, which is not in the action "
-        f"space {space} (non-finite, out of bounds or of the wrong "
-        f"type), at {where(scenario, episode, seed, step)}. Fix the policy's "
+        f"space {space} (out of bounds or of the wrong "
+        f"type){seen}, at {where(scenario, episode, seed, step)}. Fix the policy's "
         "output, or clip it (gymnasium.wrappers.ClipAction) if that is what deployment "
         "does.",
         scenario=scenario, episode=episode, step=step)
+
+
+def output_not_finite(output: Any, obs: Any, scenario: str, episode: int, seed: int,
+                      step: int, what: str = "output") -> RolloutError:
+    """The error for an agent whose ``what`` (its ``"action"``, or the ``"output"``, scores
+    or logits, an action is read from) holds NaN or infinity on observation ``obs``: the
+    one wording for every agent kind (raise it ``from`` the
+    :class:`~pytest_rlaudit.errors.NonFiniteOutputError` if there is one)."""
+    return RolloutError(
+        f"the agent returned {what} {show(output)}, which is non-finite (NaN or infinite), "
+        f"on the observation {show(obs)}, at {where(scenario, episode, seed, step)}. No "
+        "action can stand for it (an argmax would quietly turn NaN scores into action 0), "
+        "so the audit stops rather than rate it. Fix the policy: a NaN usually comes from "
+        "weights that diverged in training, or from observations it was not trained on "
+        "(missing normalisation statistics, a division by zero in preprocessing).",
+        scenario=scenario, episode=episode, step=step)
+
+
+def _not_finite(value: Any) -> bool:
+    try:
+        array = np.asarray(value)
+        return array.dtype.kind in "fc" and not bool(np.isfinite(array).all())
+    except (TypeError, ValueError):  # a Dict or Tuple action: left to the space's check
+        return False
 
 
 def check_observation_space(space: spaces.Space[Any], env: str) -> None:
@@ -295,7 +324,7 @@ def check_obs(obs: Any, scenario: str, episode: int, seed: int, step: int) -> No
 
 
 def show(action: Any) -> str:
-    """An action as an error message shows it."""
+    """An action (or an observation) as an error message shows it."""
     value = np.asarray(action)
     return repr(value.tolist()) if value.dtype != object else repr(action)
 

@@ -26,12 +26,12 @@ from typing import Any, cast
 import numpy as np
 
 from .._seeding import POLICY_STREAM, episode_seed_sequence, episode_seeds
-from ..errors import RolloutError
+from ..errors import NonFiniteOutputError, RolloutError
 from ..world.agents import Policy
 from ..world.scenarios import Scenario
 from . import calls, progress
 from .batches import EpisodeBatch
-from .checks import ActionChecker, action_refused, agent_failed, all_finite, check_obs
+from .checks import ActionChecker, action_refused, agent_failed, all_finite, check_obs, output_not_finite
 from .deadline import Expired, current
 from .slots import Finished, Job, Reply, stack, where
 from .workers import LocalGroup, Placer
@@ -208,7 +208,12 @@ class Driver:
             check_obs(_row(reply.obs, i), self.names[s], self.indices[e], self.seed, reply.steps[i])
 
     def _failed(self, exc: Exception, reply: Reply) -> RolloutError:
-        """The error for a policy call that raised ``exc``, naming its first rows."""
+        """The error for a policy call that raised ``exc``, naming its first rows (or, for
+        a non-finite output, the row's step and observation)."""
+        if isinstance(exc, NonFiniteOutputError) and 0 <= exc.row < len(reply.jobs):
+            s, e = reply.jobs[exc.row]
+            return output_not_finite(exc.output, _row(reply.obs, exc.row), self.names[s],
+                                     self.indices[e], self.seed, reply.steps[exc.row])
         rows = [(self.names[s], self.indices[e], reply.steps[i])
                 for i, (s, e) in enumerate(reply.jobs[:3])]
         rows += [rows[0]] * (len(reply.jobs) - len(rows))  # counted, not named
@@ -218,7 +223,7 @@ class Driver:
         """The error for row ``bad``'s action, which is not in the action space."""
         s, e = reply.jobs[bad]
         return action_refused(actions[bad], self.check_actions.space, self.names[s],
-                              self.indices[e], self.seed, reply.steps[bad])
+                              self.indices[e], self.seed, reply.steps[bad], _row(reply.obs, bad))
 
 
 class Turns:

@@ -62,14 +62,14 @@ from typing import Any
 import numpy as np
 
 from .._seeding import POLICY_STREAM, episode_seed_sequence
-from ..errors import NonReproducibleError
+from ..errors import NonFiniteOutputError, NonReproducibleError
 from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.reuse import UNSEEDED, reset_verdict, same
 from ..world.scenarios import NOMINAL
 from . import calls
 from .batches import EpisodeBatch
-from .checks import ActionChecker, action_refused, agent_failed, show, where
+from .checks import ActionChecker, action_refused, agent_failed, output_not_finite, show, where
 from .deadline import current
 from .runner import DEFAULT_MAX_STEPS
 from .slots import SlotGroup
@@ -282,11 +282,14 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
                 if watch is not None:
                     watch.on = None
                 actions, bad = check_actions(chosen, 1)
+            except NonFiniteOutputError as exc:
+                raise output_not_finite(exc.output, _row(reply.obs), NOMINAL.name, episode,
+                                        seed, t) from exc
             except Exception as exc:
                 raise agent_failed(exc, [(NOMINAL.name, episode, t)], seed) from exc
             if bad is not None:
                 raise action_refused(actions[0], check_actions.space, NOMINAL.name, episode,
-                                     seed, t)
+                                     seed, t, _row(reply.obs))
             run.actions.append(copy.deepcopy(actions[0]))
             reply = group.step(actions, [])
             restart = getattr(policy, "restart_state", None)
@@ -312,3 +315,8 @@ def _short(obs: Any) -> str:
     row = {k: v[0] for k, v in obs.items()} if isinstance(obs, dict) else np.asarray(obs)[0]
     text = repr(row) if isinstance(row, dict) else repr(np.asarray(row).tolist())
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _row(obs: Any) -> Any:
+    """The one row of a batch of one observation."""
+    return {k: v[0] for k, v in obs.items()} if isinstance(obs, dict) else np.asarray(obs)[0]

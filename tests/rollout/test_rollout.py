@@ -125,7 +125,8 @@ def test_non_finite_box_actions_are_errors():
     def nan_agent(obs):
         return np.full((len(obs), 2), np.nan, dtype=np.float32)
 
-    with pytest.raises(RolloutError, match=r"action \[nan, nan\].*non-finite, out of bounds"):
+    with pytest.raises(RolloutError, match=r"action \[nan, nan\], which is non-finite \(NaN or "
+                       r"infinite\), on the observation \[.*agent step 0"):
         _run(nan_agent, names=["nominal"], episodes=2, env=lambda: CounterEnv(box_actions=True))
 
 

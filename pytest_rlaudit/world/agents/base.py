@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 from gymnasium import spaces
 
+from ...errors import NonFiniteOutputError
+
 if TYPE_CHECKING:
     from .needs import EnvNeeds
 
-__all__ = ["Policy", "CorePolicy", "BasePolicy"]
+__all__ = ["Policy", "CorePolicy", "BasePolicy", "check_finite"]
 
 
 @runtime_checkable
@@ -134,3 +136,24 @@ class BasePolicy:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def check_finite(out: np.ndarray, name: str) -> None:
+    """Raise a :class:`~pytest_rlaudit.errors.NonFiniteOutputError` if the float output
+    ``out`` of the agent ``name`` (first axis: one row per observation) holds NaN or an
+    infinite value: an argmax or a clip downstream would hide it. One ``isfinite`` pass per
+    batch; the culprit row is looked for only when there is one.
+
+    >>> check_finite(np.array([[0.5, 1.0], [np.nan, 0.0]]), "net")
+    Traceback (most recent call last):
+    ...
+    pytest_rlaudit.errors.NonFiniteOutputError: net output [nan, 0.0] for row 1 of its batch...
+    """
+    if out.dtype.kind != "f" or np.isfinite(out).all():
+        return
+    bad = ~np.isfinite(out.reshape(len(out), -1)).all(axis=1) if out.ndim else np.array([True])
+    row = int(np.argmax(bad))
+    value = out[row] if out.ndim else out
+    raise NonFiniteOutputError(
+        f"{name} output {np.asarray(value).tolist()!r} for row {row} of its batch: NaN or "
+        "infinite, which no action can stand for", row=row, output=value)

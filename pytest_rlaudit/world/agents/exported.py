@@ -12,7 +12,9 @@
 - ``MultiDiscrete`` and ``MultiBinary``: an integer output of the space's size per row.
 
 Anything else (a wrong width, a Dict action space) is a :class:`PolicyError` that names
-the format and the space.
+the format and the space. An output holding NaN or infinity is an error in every call
+(:func:`~.base.check_finite`; in an audit, one naming the step and the observation): an
+argmax would quietly turn NaN scores into action 0.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ...errors import PolicyError
-from .base import BasePolicy
+from .base import BasePolicy, check_finite
 
 __all__ = ["ExportedPolicy", "actions_from_output"]
 
@@ -107,12 +109,29 @@ class ExportedPolicy(BasePolicy):
         super().bind(observation_space, action_space)
         self._check_observations(observation_space)
         probe = np.zeros((1, *(observation_space.shape or ())), dtype=np.float32)
+        self._bound = False  # a failure of the probe is the file's misfit to the env
         actions_from_output(self._run(probe), action_space, self.name)
+        self._bound = True
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any] | None]:
         assert self.action_space is not None, "bind() comes before act()"
         out = self._run(np.asarray(obs, dtype=np.float32))
+        check_finite(out, self.name)
         return actions_from_output(out, self.action_space, self.name), None
+
+    #: Whether the model ran on the env's (zero) probe observation at :meth:`bind`: a
+    #: failure after that is the model raising on some observations, not a misfit.
+    _bound = False
+
+    def _raised(self, exc: BaseException, rows: np.ndarray) -> PolicyError:
+        """The error for a model that raised on the env's observations ``rows``: the
+        file, and the model's own message (the runner adds the step)."""
+        after = ", after it had run on the env's probe observation" if self._bound else ""
+        return PolicyError(
+            f"{self.name}: the {self.format} model {self.path} raised on the env's observations "
+            f"(a batch of shape {tuple(rows.shape)}){after}: {type(exc).__name__}: {exc}. "
+            "The model's own code failed on these inputs; fix the model (or the observations "
+            "it is given)")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} from {self.path}>"

@@ -93,6 +93,11 @@ class OnnxPolicy(ExportedPolicy):
         super()._check_observations(observation_space)
         shape = list(self._input().shape or ())
         want = tuple(observation_space.shape or ())
+        if not shape:
+            # No declared shape (onnxruntime gives [] for an unknown rank, as for a
+            # scalar): the probe in bind runs the model on a batch of the env's
+            # observations, and says so if it does not take them.
+            return
         given = shape[1:]
         if len(given) != len(want) or any(isinstance(g, int) and g > 0 and g != w
                                           for g, w in zip(given, want, strict=True)):
@@ -116,9 +121,13 @@ class OnnxPolicy(ExportedPolicy):
             outs = [np.asarray(self.session.run(None, {entry.name: chunk})[0])
                     for chunk in chunks]
         except Exception as exc:  # onnxruntime's own exception types
+            if self._bound:  # it ran on the probe: the model itself failed on these
+                raise self._raised(exc, rows) from exc
+            undeclared = ("; its input declares no shape, so the batch was given as it is"
+                          if not self._input().shape else "")
             raise PolicyError(
                 f"{self.name}: the ONNX model fails on the env's observations, a batch of shape "
-                f"{tuple(rows.shape)}: {exc}. Is it the model for this env?"
+                f"{tuple(rows.shape)}{undeclared}: {exc}. Is it the model for this env?"
             ) from exc
         out: np.ndarray = np.concatenate(outs)[:n] if outs[0].ndim else outs[0]
         return out

@@ -9,8 +9,8 @@ import numpy as np
 from gymnasium import spaces
 
 from ...errors import PolicyError, SpacesMismatchError
-from .base import BasePolicy
-from .sb3_fast import batch_rows, flat_obs, mode_action, plain_mode, plain_predict, plain_sac, row
+from .base import BasePolicy, check_finite
+from .sb3_fast import batch_rows, flat_obs, mode_action, plain_mode, plain_predict, plain_q, plain_sac, row
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads, on_cpu
 
 __all__ = ["SB3Policy"]
@@ -76,6 +76,7 @@ class SB3Policy(BasePolicy):
         self._flat = self._fast and flat_obs(self.sb3_policy)
         self._sac = self._fast and plain_sac(self.sb3_policy)
         self._mode = plain_mode(self.sb3_policy) if self._fast else None
+        self._q = self._fast and plain_q(self.sb3_policy)
         self._forget_mode()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -171,6 +172,11 @@ class SB3Policy(BasePolicy):
                 out = torch.tanh(actor.mu(actor.latent_pi(features)))
             elif deterministic and self._mode:
                 out = mode_action(policy, obs_tensor, self._mode)
+            elif deterministic and self._q:
+                q_values = policy.q_net(obs_tensor)
+                if not bool(torch.isfinite(q_values).all()):
+                    check_finite(q_values.cpu().numpy(), self.name)  # raises, naming the row
+                out = q_values.argmax(dim=1).reshape(-1)  # DQNPolicy._predict's steps
             if out is None:
                 out = policy._predict(obs_tensor, deterministic=deterministic)
         space = policy.action_space

@@ -10,8 +10,8 @@ from typing import Any
 
 from gymnasium import spaces
 
-__all__ = ["plain_predict", "flat_obs", "plain_sac", "plain_mode", "mode_action", "batch_rows",
-           "row"]
+__all__ = ["plain_predict", "flat_obs", "plain_sac", "plain_q", "plain_mode", "mode_action",
+           "batch_rows", "row"]
 
 
 def plain_predict(policy: Any) -> bool:
@@ -50,6 +50,16 @@ def plain_sac(policy: Any) -> bool:
     actor: Any = getattr(policy, "actor", None)
     return (sac is not None and type(policy)._predict is sac.SACPolicy._predict
             and type(actor) is sac.Actor and not actor.use_sde)
+
+
+def plain_q(policy: Any) -> bool:
+    """Whether ``policy`` is SB3's own DQN policy and Q-network: its deterministic action
+    is then the argmax of ``q_net(obs)``, which :class:`SB3Policy` takes itself (the same
+    tensor operations, so the same bits) so as to see the Q-values first: an argmax would
+    quietly turn NaN Q-values into action 0."""
+    dqn = sys.modules.get("stable_baselines3.dqn.policies")
+    return (dqn is not None and type(policy)._predict is dqn.DQNPolicy._predict
+            and type(getattr(policy, "q_net", None)) is dqn.QNetwork)
 
 
 def plain_mode(policy: Any) -> str | None:

@@ -13,7 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ...errors import PolicyError
-from .base import BasePolicy
+from .base import BasePolicy, check_finite
 
 __all__ = ["TorchPolicy", "MIN_TORCH_ROWS", "RULES", "choose_rule", "on_cpu", "after_fork"]
 
@@ -290,6 +290,7 @@ class TorchPolicy(BasePolicy):
                 out = self._sampled(rows, states)
             else:
                 out = self._call(_pad_rows(rows, MIN_TORCH_ROWS))[: len(rows)]
+        check_finite(out, self.name)  # before an argmax or a clip hides it
         return self._actions(out), (states if self.stateful else None)
 
     def _sampled(self, rows: np.ndarray, states: list[Any] | None) -> np.ndarray:

@@ -97,12 +97,19 @@ class TorchScriptPolicy(ExportedPolicy):
             if not self._row_by_row:
                 try:
                     return self._forward(_pad_rows(rows, MIN_TORCH_ROWS))[:n]
-                except RuntimeError:
+                except Exception as exc:  # torch.jit.Error (a script's raise) is no RuntimeError
+                    # Before the probe ran, a RuntimeError is torch refusing the shape; after
+                    # it, or any other exception, is the model's own code raising.
+                    if self._bound or not isinstance(exc, RuntimeError):
+                        raise self._raised(exc, rows) from exc
                     if n and self._accepts_one_row(rows):
                         self._row_by_row = True  # traced with a fixed batch of one
                     else:
                         raise self._shape_error(rows) from None
-            return np.concatenate([self._forward(rows[i : i + 1]) for i in range(n)])
+            try:
+                return np.concatenate([self._forward(rows[i : i + 1]) for i in range(n)])
+            except Exception as exc:
+                raise self._raised(exc, rows) from exc
 
     def _accepts_one_row(self, rows: np.ndarray) -> bool:
         try:
