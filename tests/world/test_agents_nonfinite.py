@@ -199,3 +199,28 @@ def test_an_sb3_dqn_with_nan_q_values_is_an_error():
     err = _stopped(model)
     assert ", nan], which is non-finite" in str(err)  # the Q-values, the second NaN
     assert isinstance(err.__cause__, NonFiniteOutputError)
+
+
+@pytest.mark.parametrize("algo", ["PPO", "SAC"])
+def test_an_sb3_model_with_an_infinite_mean_action_is_an_error(algo):
+    """An infinite mean would be clipped (PPO) or squashed by tanh (SAC) to the action's
+    bound: a finite action that says nothing of the agent."""
+    import stable_baselines3
+
+    model = getattr(stable_baselines3, algo)("MlpPolicy", "Pendulum-v1", device="cpu", seed=0,
+                                             policy_kwargs={"net_arch": [8]})
+    last = model.policy.action_net if algo == "PPO" else model.policy.actor.mu
+    with torch.no_grad():
+        last.bias[0] = float("inf")
+    err = _stopped(model, "Pendulum-v1", size=3)
+    assert "[inf], which is non-finite" in str(err)
+    assert isinstance(err.__cause__, NonFiniteOutputError)
+
+
+def test_an_sb3_model_with_nan_logits_names_the_observation():
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", "CartPole-v1", device="cpu", seed=0, policy_kwargs={"net_arch": [8]})
+    with torch.no_grad():
+        model.policy.action_net.bias[0] = float("nan")
+    assert isinstance(_stopped(model).__cause__, NonFiniteOutputError)

@@ -26,6 +26,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from pytest_rlaudit.errors import NonFiniteOutputError
 from pytest_rlaudit.rollout.runner import run_episodes
 from pytest_rlaudit.world import scenarios
 from pytest_rlaudit.world.agents import (
@@ -152,15 +153,35 @@ def test_actions_are_those_of_predict_bit_for_bit(models, name):
 
 @pytest.mark.parametrize(("name", "param"), [("PPO-discrete", "action_net.bias"),
                                              ("PPO-box", "action_net.bias"),
-                                             ("PPO-box", "log_std")])
-def test_parameters_the_distribution_rejects_raise_its_error_as_predict_does(models, name, param):
-    """A NaN logit or mean (or a NaN scale) is no action: without its distribution the mode
-    would be a silent argmax of NaNs, so the fast path leaves the call to ``_predict``."""
+                                             ("SAC", "actor.mu.bias"),
+                                             ("DQN", "q_net.q_net.0.bias")])
+def test_non_finite_scores_or_means_are_an_error_naming_the_row(models, name, param):
+    """A NaN logit, mean or Q-value is no action: the mode would be a silent argmax of
+    NaNs (an infinite mean a clip to the bound), so the fast path stops, naming the row,
+    where predict raises torch's error (or returns an action)."""
     model, env_id = models[name], _MODELS[name][0]
     policy = SB3Policy(model)
     policy.bind(model.observation_space, model.action_space)
     obs = _observations(env_id, MIN_TORCH_ROWS)
     tensor = model.policy.get_parameter(param)
+    kept = tensor.detach().clone()
+    try:
+        with torch.no_grad():
+            tensor.view(-1)[0] = float("nan")
+        with pytest.raises(NonFiniteOutputError) as ours:
+            policy.act(obs, None)
+    finally:
+        with torch.no_grad():
+            tensor.copy_(kept)
+    assert ours.value.row == 0 and "nan" in str(ours.value)
+
+
+def test_a_scale_the_distribution_rejects_raises_its_error_as_predict_does(models):
+    model, env_id = models["PPO-box"], _MODELS["PPO-box"][0]
+    policy = SB3Policy(model)
+    policy.bind(model.observation_space, model.action_space)
+    obs = _observations(env_id, MIN_TORCH_ROWS)
+    tensor = model.policy.get_parameter("log_std")
     kept = tensor.detach().clone()
     try:
         with torch.no_grad():

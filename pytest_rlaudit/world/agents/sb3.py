@@ -9,8 +9,18 @@ import numpy as np
 from gymnasium import spaces
 
 from ...errors import PolicyError, SpacesMismatchError
-from .base import BasePolicy, check_finite
-from .sb3_fast import batch_rows, flat_obs, mode_action, plain_mode, plain_predict, plain_q, plain_sac, row
+from .base import BasePolicy
+from .sb3_fast import (
+    batch_rows,
+    finite_outputs,
+    flat_obs,
+    mode_action,
+    plain_mode,
+    plain_predict,
+    plain_q,
+    plain_sac,
+    row,
+)
 from .torch import MIN_TORCH_ROWS, _pad_rows, _torch_threads, on_cpu
 
 __all__ = ["SB3Policy"]
@@ -169,13 +179,14 @@ class SB3Policy(BasePolicy):
             if deterministic and self._sac:
                 actor = policy.actor
                 features = actor.extract_features(obs_tensor, actor.features_extractor)
-                out = torch.tanh(actor.mu(actor.latent_pi(features)))
+                mean = actor.mu(actor.latent_pi(features))
+                finite_outputs(mean, self.name)  # tanh would make an infinite mean the bound
+                out = torch.tanh(mean)
             elif deterministic and self._mode:
-                out = mode_action(policy, obs_tensor, self._mode)
+                out = mode_action(policy, obs_tensor, self._mode, self.name)
             elif deterministic and self._q:
                 q_values = policy.q_net(obs_tensor)
-                if not bool(torch.isfinite(q_values).all()):
-                    check_finite(q_values.cpu().numpy(), self.name)  # raises, naming the row
+                finite_outputs(q_values, self.name)  # an argmax would make NaN action 0
                 out = q_values.argmax(dim=1).reshape(-1)  # DQNPolicy._predict's steps
             if out is None:
                 out = policy._predict(obs_tensor, deterministic=deterministic)

@@ -11,7 +11,7 @@ from typing import Any
 from gymnasium import spaces
 
 __all__ = ["plain_predict", "flat_obs", "plain_sac", "plain_q", "plain_mode", "mode_action",
-           "batch_rows", "row"]
+           "finite_outputs", "batch_rows", "row"]
 
 
 def plain_predict(policy: Any) -> bool:
@@ -81,12 +81,15 @@ def plain_mode(policy: Any) -> str | None:
             dists.DiagGaussianDistribution: "gaussian"}.get(dist)
 
 
-def mode_action(policy: Any, obs: Any, kind: str) -> Any | None:
+def mode_action(policy: Any, obs: Any, kind: str, name: str) -> Any | None:
     """What ``policy._predict(obs, deterministic=True)`` returns for a :func:`plain_mode`
     policy, by the same tensor operations (so the same bits) minus the distribution object:
-    its construction and argument checks were a fifth of the call for a small MLP. None
-    where those checks would reject the parameters (a NaN logit or mean, a scale not above
-    0): the caller then calls ``_predict``, which raises torch's own error."""
+    its construction and argument checks were a fifth of the call for a small MLP. A logit
+    or mean that is NaN or infinite is a
+    :class:`~pytest_rlaudit.errors.NonFiniteOutputError` naming the row (the agent
+    ``name``'s): a softmax's argmax would turn it into an action, a clip an infinite mean
+    into the bound. None where the distribution would reject the scale (not above 0): the
+    caller then calls ``_predict``, which raises torch's own error."""
     import torch
     from stable_baselines3.common.policies import ActorCriticPolicy
 
@@ -94,14 +97,25 @@ def mode_action(policy: Any, obs: Any, kind: str) -> Any | None:
     features = super(ActorCriticPolicy, policy).extract_features(
         obs, policy.pi_features_extractor)
     params = policy.action_net(policy.mlp_extractor.forward_actor(features))
+    finite_outputs(params, name)
     if kind == "gaussian":  # Normal(mean, std).mean is the mean itself
         std = policy.log_std.exp()
-        return None if bool(torch.isnan(params).any()) or not bool((std > 0).all()) else params
+        return None if not bool((std > 0).all()) else params
     logits = params - params.logsumexp(dim=-1, keepdim=True)  # as Categorical normalises
-    if bool(torch.isnan(logits).any()):
-        return None
     # CategoricalDistribution.mode: the argmax of Categorical.probs (softmax of its logits)
     return torch.argmax(torch.nn.functional.softmax(logits, dim=-1), dim=1)
+
+
+def finite_outputs(out: Any, name: str) -> None:
+    """Raise :func:`~.base.check_finite`'s error when the tensor ``out`` (a network's
+    scores, logits or means; one row per observation) holds NaN or an infinite value:
+    one ``isfinite`` on the tensor, the copy to numpy only when there is one."""
+    import torch
+
+    if not bool(torch.isfinite(out).all()):
+        from .base import check_finite
+
+        check_finite(out.detach().cpu().numpy(), name)
 
 
 def batch_rows(obs: Any) -> int:
