@@ -232,6 +232,11 @@ class AuditSession:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if getattr(report, "rl_could_not", False):
             self.could_not.append(report.nodeid)
+            if not any(e["nodeid"] == report.nodeid for e in self.errors):  # once, not per worker
+                crash = getattr(report.longrepr, "longrepr", report.longrepr)
+                self.errors.insert(0, {"nodeid": report.nodeid, "when": "collect",
+                                       "message": (str(crash).strip().splitlines() or ["?"])[0],
+                                       "order": -1, "same_as": None})
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

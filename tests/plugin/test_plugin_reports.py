@@ -65,7 +65,8 @@ def test_rl_report_writes_json_markdown_chart_and_the_step_summary(
 
 
 def test_rl_report_is_written_when_every_audit_errors_and_lists_why(tester: pytest.Pytester):
-    result = tester.runpytest("--rl-audit", "--rl-agent", "agents:no_such_agent", "--rl-env",
+    tester.makepyfile(broken_agents="def broken(obs):\n    raise RuntimeError('no_such_agent')\n")
+    result = tester.runpytest("--rl-audit", "--rl-agent", "broken_agents:broken", "--rl-env",
                               "CartPole-v1", "--rl-scenarios", "jitter,delay", "--rl-report", "out")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*= rl audit =*",
@@ -77,9 +78,19 @@ def test_rl_report_is_written_when_every_audit_errors_and_lists_why(tester: pyte
     assert [(e["nodeid"], e["when"], e["same_as"]) for e in doc["errors"]] == [
         ("rl-audit::jitter", "call", None), ("rl-audit::delay", "call", "rl-audit::jitter")]
     assert "no_such_agent" in doc["errors"][0]["message"]
-    assert doc["errors"][1]["message"].startswith("the same PolicyError as rl-audit::jitter")
+    assert doc["errors"][1]["message"].startswith("the same RolloutError as rl-audit::jitter")
     md = (tester.path / "out" / "summary.md").read_text()
     assert "No audit results." in md and "- error: `rl-audit::jitter`: " in md
+
+
+def test_rl_report_lists_an_agent_that_could_not_be_loaded(tester: pytest.Pytester):
+    result = tester.runpytest("--rl-audit", "--rl-agent", "agents:no_such_agent", "--rl-env",
+                              "CartPole-v1", "--rl-scenarios", "jitter,delay", "--rl-report", "out")
+    result.assert_outcomes(errors=1)  # a collection error: could not audit, not 2 failures
+    result.stdout.fnmatch_lines(["*= rl audit =*", "error: rl-audit: *no_such_agent*"])
+    doc = json.loads((tester.path / "out" / "summary.json").read_text())
+    assert [(e["nodeid"], e["when"]) for e in doc["errors"]] == [("rl-audit", "collect")]
+    assert "module 'agents' has no attribute 'no_such_agent'" in doc["errors"][0]["message"]
 
 
 def test_rl_report_without_rl_audit_writes_an_empty_summary_that_says_why(

@@ -12,25 +12,39 @@ means the rootdir is the project, and two items mean its ini file's rl_scenarios
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from inner_runs import without_figures
 
+AGENT = Path(__file__).parents[2] / "examples" / "ppo_cartpole.zip"
+
 INI = "[pytest]\nrl_scenarios = jitter,delay\nrl_episodes = 2\n"
 COLLECT = ("--rl-audit", "--rl-env", "CartPole-v1", "--co", "-q")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sb3_loaded_outside_pytester() -> None:
+    """The zero-config collection loads the agent (an agent that does not load is a
+    collection error): torch and SB3 imported, and a model loaded in full, before
+    pytester's snapshot of sys.modules, since torch cannot be imported twice in one
+    process (see test_could_not_audit's sb3 fixture)."""
+    pytest.importorskip("stable_baselines3").PPO.load(AGENT)
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """pytester's folder holds files outside the project (x.zip, base.json, stats.pkl, out/)
     and the project, proj/ (pytest.ini, models/y.zip), where the runs start."""
-    for name in ("x.zip", "base.json", "stats.pkl"):
+    for name in ("base.json", "stats.pkl"):
         (pytester.path / name).write_bytes(b"")
+    shutil.copy(AGENT, pytester.path / "x.zip")  # an agent that loads
     (pytester.path / "out").mkdir()
     proj = pytester.mkdir("proj")
     (proj / "pytest.ini").write_text(INI)
     (proj / "models").mkdir()
-    (proj / "models" / "y.zip").write_bytes(b"")
+    shutil.copy(AGENT, proj / "models" / "y.zip")
     monkeypatch.chdir(proj)
     return pytester
 
