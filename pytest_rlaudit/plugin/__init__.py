@@ -7,6 +7,11 @@ JUnit in :mod:`.junit`, xdist in :mod:`.xdist`, the reporting boundary (destinat
 checked at start, reporting errors that never cost pytest's summary) in :mod:`.reporting`.
 Loading it imports nothing heavy, so installing the plugin costs test runs that never
 audit nothing.
+
+PYTEST_DONT_REWRITE: the entry module imports this package before it names it in
+``pytest_plugins`` (to catch what importing it raises), and pytest would otherwise warn in
+every run that a module already imported cannot have its asserts rewritten; it has none a
+test reads.
 """
 
 from __future__ import annotations

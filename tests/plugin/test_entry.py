@@ -71,3 +71,16 @@ def test_the_distribution_declares_the_entry_module():
         declared = {e.name: e.value for e in entry_points(group="pytest11")
                     if e.dist is not None and e.dist.name == "pytest-rlaudit"}
     assert declared == {"rlaudit": "pytest_rlaudit._entry"}
+
+
+def test_an_unrelated_run_in_an_environment_with_the_plugin_installed_warns_of_nothing(tmp_path):
+    """The entry module imports the plugin to catch what it raises, then names it in
+    ``pytest_plugins``: pytest would warn that it cannot rewrite a module already imported
+    (PytestAssertRewriteWarning, in every run of an editable install) unless told not to."""
+    (tmp_path / "test_unrelated.py").write_text("def test_unrelated():\n    assert 1 + 1 == 2\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-W", "error::pytest.PytestAssertRewriteWarning", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 passed in" in out.stdout and "warning" not in out.stdout, out.stdout
