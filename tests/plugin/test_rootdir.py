@@ -24,12 +24,12 @@ INI = "[pytest]\nrl_scenarios = jitter,delay\nrl_episodes = 2\n"
 COLLECT = ("--rl-audit", "--rl-env", "CartPole-v1", "--co", "-q")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _sb3_loaded_outside_pytester() -> None:
-    """The zero-config collection loads the agent (an agent that does not load is a
-    collection error): torch and SB3 imported, and a model loaded in full, before
-    pytester's snapshot of sys.modules, since torch cannot be imported twice in one
-    process (see test_could_not_audit's sb3 fixture)."""
+@pytest.fixture(scope="module")
+def sb3_loaded() -> None:
+    """For a run that collects: the zero-config collection loads the agent (an agent that
+    does not load is a collection error). Torch and SB3 imported, and a model loaded in
+    full, before pytester's snapshot of sys.modules, since torch cannot be imported twice
+    in one process (see test_could_not_audit's sb3 fixture); skipped without torch."""
     pytest.importorskip("stable_baselines3").PPO.load(AGENT)
 
 
@@ -81,7 +81,7 @@ def test_with_rootdir_given_the_lost_ini_file_alone_is_named(project: pytest.Pyt
     ("--rl-agent=../x.zip",), ("--rl-agent", "models/y.zip"),
     ("--rl-agent", "../x.zip", "-c", "pytest.ini")], ids=["one-word", "inside", "ini-given"])
 def test_the_one_word_form_and_a_value_inside_the_folder_keep_rootdir_ini_and_ids(
-        project: pytest.Pytester, agent: tuple[str, ...]):
+        sb3_loaded: None, project: pytest.Pytester, agent: tuple[str, ...]):
     result = project.runpytest(*COLLECT, *agent)
     assert result.ret == pytest.ExitCode.OK
     assert result.stdout.lines[:3] == ["rl-audit::jitter", "rl-audit::delay", ""]
