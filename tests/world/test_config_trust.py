@@ -332,6 +332,18 @@ def test_wrapper_keyword_arguments_are_checked_at_load_time(tmp_path):
         read_saved_run(nameless)
 
 
+def test_a_function_a_wrapper_takes_is_never_text_from_the_file(tmp_path):
+    marker = tmp_path / "RAN"
+    func = f"\"lambda obs: open('{marker}', 'a') and obs\""
+    run = _run(tmp_path, _entry("env_wrapper",
+                                f"[{{gymnasium.wrappers.TransformObservation: {{func: {func}, "
+                                "observation_space: null}}]"))
+    with pytest.raises(PolicyError, match=rf"{_config(run)}.*TransformObservation' takes a "
+                                          r"function as func.*never evaluated.*own code"):
+        read_saved_run(run)
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize("args, match", [
     ("{env: CartPole-v1, env_kwargs: [1, 2]}", r"args\.yml'.*env_kwargs \[1, 2\] is not a mapping"),
     ("{env: CartPole-v1, env_kwargs: {1: 2}}", r"args\.yml'.*env_kwargs \{1: 2\} is not a mapping"),

@@ -148,10 +148,19 @@ def _check_kwargs(wrapper: type, name: str, kwargs: Mapping[str, Any],
     except (TypeError, ValueError):  # no signature to read: the call will tell
         return
     try:
-        signature.bind(None, **kwargs)
+        bound = signature.bind(None, **kwargs)
     except TypeError as exc:
         raise PolicyError(f"{_in(config)}env_wrapper {name!r} cannot take the keyword arguments "
                           f"{dict(kwargs)!r} ({exc}); it takes {signature}") from None
+    # A function (TransformObservation's func) cannot be data: YAML gives text, never run.
+    for key, value in bound.arguments.items():
+        annotation = signature.parameters[key].annotation
+        if "Callable" in str(annotation) and value is not None and not callable(value):
+            raise PolicyError(
+                f"{_in(config)}env_wrapper {name!r} takes a function as {key}, and the file "
+                f"gives {value!r}, which is data: a config cannot hold a function, and its "
+                "text is never evaluated. Wrap the env with it in your own code instead (an "
+                "env factory, or the rl_env fixture)")
 
 
 def _not_atari(name: str, env: str, config: str | None) -> str:
