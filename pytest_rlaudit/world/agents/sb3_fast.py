@@ -10,6 +10,8 @@ from typing import Any
 
 from gymnasium import spaces
 
+from .base import check_finite
+
 __all__ = ["plain_predict", "flat_obs", "plain_sac", "plain_q", "plain_mode", "mode_action",
            "finite_outputs", "batch_rows", "row"]
 
@@ -109,12 +111,14 @@ def mode_action(policy: Any, obs: Any, kind: str, name: str) -> Any | None:
 def finite_outputs(out: Any, name: str) -> None:
     """Raise :func:`~.base.check_finite`'s error when the tensor ``out`` (a network's
     scores, logits or means; one row per observation) holds NaN or an infinite value.
-    Read through numpy: on a CPU tensor ``numpy()`` is a view, and numpy's ``isfinite``
-    costs a fifth of torch's two small ops (2-3 against 10-15 us a call)."""
-    from .base import check_finite
-
-    check_finite(out.detach().numpy() if out.device.type == "cpu" else out.detach().cpu().numpy(),
-                 name)
+    Read through numpy: on a CPU tensor made under ``no_grad`` ``numpy()`` is a view, and
+    numpy's ``isfinite`` costs a fraction of torch's two small ops: about 9 us of a SAC
+    policy call of 100 us on 16 rows, against 16-28 us through torch."""
+    try:
+        array = out.numpy()
+    except (TypeError, RuntimeError):  # on a GPU, or part of a graph: a copy
+        array = out.detach().cpu().numpy()
+    check_finite(array, name)
 
 
 def batch_rows(obs: Any) -> int:
