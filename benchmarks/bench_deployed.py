@@ -1,8 +1,10 @@
-"""Benchmark of the non-finite check on the policy call of deployed and torch agents.
+"""Benchmark of the non-finite check on the policy call of deployed, torch and SB3 agents.
 
 What it measures. Every call of ``act`` of an ONNX, TorchScript or torch ``nn.Module``
 agent checks the raw output (per-action scores, before the argmax that would hide a NaN)
-with one ``np.isfinite(out).all()`` per batch (issue 43). This is the hot path of every
+with one ``np.isfinite(out).all()`` per batch (issue 43), and so does SB3's fast path on
+the logits of a PPO and the mean of a SAC actor (``sb3_fast.finite_outputs``), untrained
+models of SB3's default nets on CartPole-v1 (64x64) and Pendulum-v1 (256x256). This is the hot path of every
 audit of such an agent, so its cost is measured against the same call without the check:
 the policy's ``act`` with :func:`pytest_rlaudit.world.agents.base.check_finite` as it is
 (``checked``) and replaced by a no-op (``unchecked``), on the agents people deploy for the
@@ -39,8 +41,11 @@ import torch
 from gymnasium import spaces
 
 from pytest_rlaudit import as_policy
-from pytest_rlaudit.world.agents import base, exported
+from pytest_rlaudit.world.agents import base, exported, sb3_fast
+from pytest_rlaudit.world.agents import sb3 as sb3_agents
 from pytest_rlaudit.world.agents import torch as torch_agents
+
+_FINITE_OUTPUTS = sb3_fast.finite_outputs
 
 
 def _net() -> torch.nn.Module:
@@ -49,7 +54,7 @@ def _net() -> torch.nn.Module:
                                torch.nn.Tanh(), torch.nn.Linear(64, 2)).eval()
 
 
-def _agents(folder: Path) -> dict[str, object]:
+def _agents(folder: Path) -> dict[str, tuple[object, int]]:
     net = _net()
     onnx_path, script_path = folder / "policy.onnx", folder / "policy.pt"
     with warnings.catch_warnings():
@@ -61,13 +66,24 @@ def _agents(folder: Path) -> dict[str, object]:
               "nn.Module": as_policy(net)}
     for policy in agents.values():
         policy.bind(spaces.Box(-5, 5, (4,)), spaces.Discrete(2))
-    return agents
+    out: dict[str, tuple[object, int]] = {name: (policy, 4) for name, policy in agents.items()}
+    from stable_baselines3 import PPO, SAC
+
+    for name, algo, env in (("SB3 PPO", PPO, "CartPole-v1"), ("SB3 SAC", SAC, "Pendulum-v1")):
+        model = algo("MlpPolicy", env, device="cpu", seed=0)
+        policy = as_policy(model)
+        policy.bind(model.observation_space, model.action_space)
+        out[name] = (policy, model.observation_space.shape[0])
+    return out
 
 
 def _set_check(on: bool) -> None:
     check = base.check_finite if on else (lambda out, name: None)
     exported.check_finite = check
     torch_agents.check_finite = check
+    tensors = _FINITE_OUTPUTS if on else (lambda out, name: None)
+    sb3_agents.finite_outputs = tensors
+    sb3_fast.finite_outputs = tensors
 
 
 def _time(policy, obs: np.ndarray, calls: int) -> float:
@@ -86,9 +102,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         agents = _agents(Path(folder))
         ratios, added = [], []
-        for name, policy in agents.items():
+        for name, (policy, size) in agents.items():
             for rows in (16, 64, 256):
-                obs = rng.normal(size=(rows, 4)).astype(np.float32)
+                obs = rng.normal(size=(rows, size)).astype(np.float32)
                 times: dict[bool, list[float]] = {True: [], False: []}
                 for r in range(args.repeats):
                     for on in ((True, False) if r % 2 else (False, True)):
