@@ -327,6 +327,9 @@ def test_wrapper_keyword_arguments_are_checked_at_load_time(tmp_path):
     bad = _run(tmp_path / "b", _entry("env_wrapper", "[{gymnasium.wrappers.TimeLimit: [1, 2]}]"))
     with pytest.raises(PolicyError, match=r"TimeLimit' takes \[1, 2\], not a mapping"):
         read_saved_run(bad)
+    empty = _run(tmp_path / "d", _entry("env_wrapper", "[{}]"))
+    with pytest.raises(PolicyError, match=r"env_wrapper entry \{\} must name one wrapper"):
+        read_saved_run(empty)
     nameless = _run(tmp_path / "c", _entry("env_wrapper", "[[1, 2]]"))
     with pytest.raises(PolicyError, match=r"config\.yml'.*does not name a wrapper"):
         read_saved_run(nameless)

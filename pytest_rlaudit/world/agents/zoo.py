@@ -198,9 +198,9 @@ def _wrappers(spec: Any, where: str) -> tuple[tuple[str, dict[str, Any]], ...]:
         return ()
     out = []
     for item in spec if isinstance(spec, list) else [spec]:
-        name, kwargs = next(iter(item.items())) if isinstance(item, dict) else (item, None)
         if isinstance(item, dict) and len(item) != 1:
             raise PolicyError(f"{where}: env_wrapper entry {item!r} must name one wrapper")
+        name, kwargs = next(iter(item.items())) if isinstance(item, dict) else (item, None)
         if not isinstance(name, str):
             raise PolicyError(f"{where}: env_wrapper entry {item!r} does not name a wrapper "
                               "(the zoo writes package.module.Class, or {package.module.Class: "
