@@ -159,15 +159,14 @@ class Comparison:
         """One line: the decision and why (the rows say by how much)."""
         tolerances = ", ".join(map(str, self.tolerances))
         decision = self.decision
+        # counts only: every view prints the rows themselves beside this line
         if decision == "report":
-            drops = list(dict.fromkeys(f"{c.key} ({c.metric})" for c in self.drops))
-            found = (f"{len(self.drops)} significant drop(s): {', '.join(drops)}" if drops
-                     else f"no significant drop in {len(self.changes)} comparisons")
+            found = (f"{_count(len(self.drops), 'significant drop')} (marked worse)"
+                     if self.drops else f"no significant drop in {len(self.changes)} comparisons")
             if not self.changes:
                 found = f"nothing was compared: {self._unpaired()}"
             note = f" (note: {self.power_note})" if self.power_note else ""
-            return (f"report only: no fail tolerance was given (--rl-compare-fail), so nothing "
-                    f"was gated; {found}{note}")
+            return f"report only: no --rl-compare-fail tolerance, nothing gated; {found}{note}"
         if decision == "inconclusive":
             return f"inconclusive: {self.inconclusive}"
         if decision == "ship":
@@ -177,9 +176,8 @@ class Comparison:
                     f"{len(self.changes)} comparisons{better}{note}")
         reasons = []
         if self.regressions:
-            where = list(dict.fromkeys(f"{c.key} ({c.metric})" for c in self.regressions))
-            reasons.append(f"{len(self.regressions)} significant regression(s) beyond "
-                           f"{tolerances}: {', '.join(where)}")
+            reasons.append(f"{_count(len(self.regressions), 'significant regression')} beyond "
+                           f"{tolerances} (marked regressed)")
         if self.mismatches:
             reasons.append(f"{len(self.mismatches)} result(s) cannot be paired with the baseline")
         return "hold: " + "; ".join(reasons)
@@ -214,6 +212,11 @@ class _Row:
     episodes: int
     p_value: float | None = None  # returns
     ratio_inputs: tuple[Any, ...] | None = None  # ratios: what ratio_change_ci needs
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 significant drop"``, ``"2 significant drops"``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def too_few_episodes(episodes: int, rows: int, alpha: float = 0.05) -> str | None:
