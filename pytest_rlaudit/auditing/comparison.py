@@ -64,8 +64,9 @@ class Change:
     def delta(self) -> float:
         return self.current - self.baseline
 
-    def describe(self) -> str:
-        """``spike: mean return 103.8 -> 80.2 (-22.7%, p = 0.003)``."""
+    def describe(self, scenario: bool = True) -> str:
+        """``spike: mean return 103.8 -> 80.2 (-22.7%, p = 0.003)``; without the
+        ``spike: `` when ``scenario`` is false (a line that names it already)."""
         if self.metric == "return":
             rel = f", {self.delta / abs(self.baseline):+.1%}" if self.baseline else ""
             p = "" if self.p_value is None else f", p = {self.p_value:.3g}"
@@ -74,7 +75,7 @@ class Change:
             ci = "" if self.ci is None else f", CI {self.ci[0]:+.3f} to {self.ci[1]:+.3f}"
             what = f"ratio {fixed(self.baseline)} -> {fixed(self.current)} ({self.delta:+.3f}{ci})"
         beyond = f" beyond {', '.join(self.exceeded)}" if self.exceeded else ""
-        return f"{self.scenario}: {what}{beyond}"
+        return f"{self.scenario}: {what}{beyond}" if scenario else f"{what}{beyond}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "scenario": self.scenario, "metric": self.metric,

@@ -112,8 +112,11 @@ def comparison_section(comparison: Any, baseline: dict[str, Any], path: str,
     partial = "" if baseline.get("complete", True) else " (a PARTIAL run)"
     lines: list[Line] = [[(f"baseline {path}: pytest-rlaudit {baseline.get('version', '?')}, "
                            f"{baseline.get('created', '?')}{partial}", "")]]
-    lines += [[(f"{ch.status.upper():9}  {ch.key}  {ch.describe()}", ch.status)]
-              for ch in c.changes if ch.status != "same"]
+    # a node id that ends in its scenario ("rl-audit::spike", "test_x[spike]") names it
+    # already: said once, a row fits a 100-column terminal
+    lines += [[(f"{ch.status.upper():9}  {ch.key}  "
+                f"{ch.describe(not ch.key.endswith((f'::{ch.scenario}', f'[{ch.scenario}]')))}",
+                ch.status)] for ch in c.changes if ch.status != "same"]
     same = sum(ch.status == "same" for ch in c.changes)
     if same:
         lines.append([(f"{same} of {len(c.changes)} comparisons show no significant change", "")])

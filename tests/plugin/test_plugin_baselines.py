@@ -104,9 +104,9 @@ def test_a_degraded_agent_fails_the_run_naming_each_regression(tester, baseline,
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
         "*= rl audit comparison =*",
-        "REGRESSED  rl-audit::spike  spike: mean return 439.1 -> 216.9 (-222.2, -50.6%, p = *) "
+        "REGRESSED  rl-audit::spike  mean return 439.1 -> 216.9 (-222.2, -50.6%, p = *) "
         "beyond return:5%",
-        "REGRESSED  rl-audit::spike  spike: ratio 0.878 -> 0.434 (-0.444, CI *) beyond ratio:0.05",
+        "REGRESSED  rl-audit::spike  ratio 0.878 -> 0.434 (-0.444, CI *) beyond ratio:0.05",
         "HOLD: 2 significant regressions beyond return:5%, ratio:0.05 (marked regressed)",
     ])
     doc = json.loads((report / "summary.json").read_text())
@@ -138,7 +138,7 @@ def test_without_fail_tolerances_a_comparison_only_reports(tester, baseline):
     result, _ = _fragile_compared(tester, baseline)
     assert result.ret == 0
     result.stdout.fnmatch_lines([
-        "WORSE      rl-audit::spike  spike: mean return 439.1 -> 216.9*",
+        "WORSE      rl-audit::spike  mean return 439.1 -> 216.9*",
         "REPORT ONLY: no --rl-compare-fail tolerance, nothing gated; "
         "2 significant drops (marked worse)"])
     assert "SHIP" not in result.stdout.str() and "HOLD" not in result.stdout.str()
@@ -150,7 +150,7 @@ def test_an_improvement_is_reported(tester, baseline, tmp_path):
     result = tester.runpytest(*zero_config("robust", f"--rl-compare={path}",
                                            "--rl-compare-fail", "return:5%"))
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["IMPROVED   rl-audit::spike  spike: mean return 216.9 -> 439.1*",
+    result.stdout.fnmatch_lines(["IMPROVED   rl-audit::spike  mean return 216.9 -> 439.1*",
                                  "SHIP: * 2 improved"])
 
 
