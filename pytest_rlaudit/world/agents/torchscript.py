@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._optional import TORCH_PIN
+from ..._optional import TORCH_CPU, TORCH_PIN
 from ...errors import PolicyError
 from .archives import check_archive
 from .exported import ExportedPolicy
@@ -25,8 +25,7 @@ def _torch() -> Any:
     except ModuleNotFoundError as exc:
         raise ImportError(
             f"a TorchScript policy needs torch, which is not installed: pip install {TORCH_PIN} "
-            "(the CPU build, not several GB of CUDA packages; elsewhere: pip install torch "
-            "--index-url https://download.pytorch.org/whl/cpu)"
+            f"({TORCH_CPU})"
         ) from exc
     return torch
 
