@@ -156,3 +156,10 @@ def test_the_tutorial_works_on_day_one(tmp_path):
     assert lines[ship + 1].endswith("SHIP judges the comparison with the baseline only")
     assert "the run fails all the same: 1 test(s) failed" in page
     assert "SHIP judges the comparison with the baseline only" in page
+
+
+def test_the_pages_code_blocks_need_no_horizontal_scroll():
+    text = PAGE.read_text(encoding="utf-8")
+    long = [line for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+            for line in block.splitlines() if len(line) > 100]
+    assert long == []
