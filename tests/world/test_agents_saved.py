@@ -277,7 +277,7 @@ def test_a_wrapper_that_cannot_be_imported_is_named_with_the_fix(tmp_path):
               "- - [env_wrapper, utils.wrappers.TimeFeatureWrapper]\n")
     run = _zoo_run(tmp_path, config, "{}\n", model)
     with pytest.raises(PolicyError, match=r"env wrapper 'utils\.wrappers\.TimeFeatureWrapper'.*"
-                                          r"pip install torch==2\.13\.0 rl_zoo3 \(torch first, pinned"):
+                                          r"pip install torch==2\.13\.0 --index-url \S+/cpu && pip install rl_zoo3 "):
         as_policy(run)
 
 

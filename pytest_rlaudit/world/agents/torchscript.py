@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._optional import TORCH_PIN
+from ..._optional import TORCH_INSTALL
 from ...errors import PolicyError
 from .archives import check_archive
 from .exported import ExportedPolicy
@@ -24,9 +24,8 @@ def _torch() -> Any:
         import torch
     except ModuleNotFoundError as exc:
         raise ImportError(
-            f"a TorchScript policy needs torch, which is not installed: pip install {TORCH_PIN} "
-            "(the CPU build, not several GB of CUDA packages; elsewhere: pip install torch "
-            "--index-url https://download.pytorch.org/whl/cpu)"
+            f"a TorchScript policy needs torch, which is not installed: {TORCH_INSTALL} "
+            "(torch's CPU build; from PyPI, Linux gets the CUDA build, several GB)"
         ) from exc
     return torch
 
