@@ -155,19 +155,26 @@ class Comparison:
             return "report"
         return "inconclusive" if self.inconclusive else "ship"
 
-    def summary(self) -> str:
-        """One line: the decision and why (the rows say by how much)."""
+    def summary(self, listed: str = "") -> str:
+        """One line: the decision and why (the rows say by how much). ``listed``: where the
+        rows are printed beside it (``"above"``, ``"below"``), so that the line counts the
+        regressions and drops instead of naming each test again; empty: the line names
+        them, as where it stands alone (summary.json, JUnit)."""
         tolerances = ", ".join(map(str, self.tolerances))
         decision = self.decision
+
+        def where(changes: list[Change]) -> str:
+            if listed:
+                return f" (listed {listed})"
+            return ": " + ", ".join(dict.fromkeys(f"{c.key} ({c.metric})" for c in changes))
+
         if decision == "report":
-            drops = list(dict.fromkeys(f"{c.key} ({c.metric})" for c in self.drops))
-            found = (f"{len(self.drops)} significant drop(s): {', '.join(drops)}" if drops
+            found = (f"{len(self.drops)} significant drop(s){where(self.drops)}" if self.drops
                      else f"no significant drop in {len(self.changes)} comparisons")
             if not self.changes:
                 found = f"nothing was compared: {self._unpaired()}"
             note = f" (note: {self.power_note})" if self.power_note else ""
-            return (f"report only: no fail tolerance was given (--rl-compare-fail), so nothing "
-                    f"was gated; {found}{note}")
+            return f"report only: nothing gated (no --rl-compare-fail); {found}{note}"
         if decision == "inconclusive":
             return f"inconclusive: {self.inconclusive}"
         if decision == "ship":
@@ -177,15 +184,14 @@ class Comparison:
                     f"{len(self.changes)} comparisons{better}{note}")
         reasons = []
         if self.regressions:
-            where = list(dict.fromkeys(f"{c.key} ({c.metric})" for c in self.regressions))
             reasons.append(f"{len(self.regressions)} significant regression(s) beyond "
-                           f"{tolerances}: {', '.join(where)}")
+                           f"{tolerances}{where(self.regressions)}")
         if self.mismatches:
             reasons.append(f"{len(self.mismatches)} result(s) cannot be paired with the baseline")
         return "hold: " + "; ".join(reasons)
 
     def __str__(self) -> str:
-        lines = [self.summary()]
+        lines = [self.summary(listed="below")]
         lines += [f"  {c.status.upper():9} {'' if c.key == c.scenario else c.key + ': '}"
                   f"{c.describe()}" for c in self.changes if c.status != "same"]
         same = sum(c.status == "same" for c in self.changes)

@@ -112,8 +112,13 @@ def comparison_section(comparison: Any, baseline: dict[str, Any], path: str,
     partial = "" if baseline.get("complete", True) else " (a PARTIAL run)"
     lines: list[Line] = [[(f"baseline {path}: pytest-rlaudit {baseline.get('version', '?')}, "
                            f"{baseline.get('created', '?')}{partial}", "")]]
-    lines += [[(f"{ch.status.upper():9}  {ch.key}  {ch.describe()}", ch.status)]
-              for ch in c.changes if ch.status != "same"]
+    # one line per test, its changes indented below it: a node id and a change on one
+    # line ran past 130 characters
+    shown = [ch for ch in c.changes if ch.status != "same"]
+    for key in dict.fromkeys(ch.key for ch in shown):
+        lines.append([(key, "")])
+        lines += [[(f"  {ch.status.upper():9}  {ch.describe()}", ch.status)]
+                  for ch in shown if ch.key == key]
     same = sum(ch.status == "same" for ch in c.changes)
     if same:
         lines.append([(f"{same} of {len(c.changes)} comparisons show no significant change", "")])
@@ -124,14 +129,13 @@ def comparison_section(comparison: Any, baseline: dict[str, Any], path: str,
         lines.append([(f"in the baseline, not in this run: {', '.join(c.missing)}", "")])
     if c.power_note and c.decision != "inconclusive":  # else the decision's line says it
         lines.append([(f"note: {c.power_note}", "warn")])
-    decision, _, why = c.summary().partition(": ")
+    decision, _, why = c.summary(listed="above").partition(": ")
     style = {"ship": "improved", "hold": "error", "inconclusive": "error"}.get(
         c.decision, "worse" if c.drops or not c.changes else "")
     lines.append([(f"{decision.upper()}: {why}", style)])
     if failed and c.decision not in ("hold", "inconclusive"):
-        lines.append([(f"the run fails all the same: {failed} test(s) failed (a threshold or "
-                       f"an error; see the short test summary); {decision.upper()} judges the "
-                       "comparison with the baseline only", "error")])
+        lines.append([(f"the run fails all the same: {failed} test(s) failed; "
+                       f"{decision.upper()} is about the baseline only", "error")])
     return lines
 
 
