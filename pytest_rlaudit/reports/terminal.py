@@ -28,6 +28,7 @@ from .rows import (
     order_key,
     rating_cell,
     table_rows,
+    test_of,
     tolerance_text,
 )
 from .summary import aggregates
@@ -57,9 +58,17 @@ def audit_section(records: Sequence[Record], *, lost: Sequence[dict[str, str]] =
         return lines
     rows = table_rows(records)
     widths = [max(len(cells[i]) for cells, _ in rows) for i in range(len(rows[0][0]) - 1)]
-    for cells, rated in rows:
+    # rows of several tests (10-episode assert_robust calls beside a 30-episode suite, one
+    # scenario audited twice): each test's rows under its name, so two rows of one
+    # scenario say why they differ
+    tests = [None, *(test_of(rec) for rec in sorted(records, key=order_key))]
+    grouped = len(set(tests[1:])) > 1
+    for i, (cells, rated) in enumerate(rows):
+        if grouped and i and tests[i] != tests[i - 1]:
+            lines.append([(f"{tests[i]}:", "")])
         text = "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
-        lines.append([(f"{text}  {cells[-1]}".rstrip(), rated or "bold")])
+        lines.append([(f"{'  ' if grouped else ''}{text}  {cells[-1]}".rstrip(),
+                       rated or "bold")])
     for rec in sorted(records, key=order_key):
         schedule = rec.get("schedule")
         if schedule and not (rec["passed"] and rec["rating"] == "PASS"):

@@ -155,7 +155,8 @@ def test_a_zero_config_failure_shows_the_message_without_a_traceback(tester: pyt
         "*_ rl-audit: spike _*",
         "* under spike: ratio * (95% CI *); required MILD or better",
         "  required: rating MILD or better (ratio > 0.8) in 'point' mode;*",
-        "  reproduce: assert_robust(agent, 'CartPole-v1', 'spike', *episodes=4, seed=0)",
+        # the agent as given, so that the line can be pasted
+        "  reproduce: assert_robust('agents:fragile', 'CartPole-v1', 'spike', *episodes=4, seed=0)",
     ])
     result.stdout.fnmatch_lines(["FAILED rl-audit::spike - * under spike: ratio *"])
     out = text(result)
