@@ -53,10 +53,18 @@ def scenario_label(rec: Record) -> str:
 
 
 def test_of(rec: Record) -> str:
-    """The test a record belongs to: its node id without the scenario's parameter
-    (``examples/test_robustness.py::test_ppo_tolerates_jitter_and_a_stale_sensor``)."""
+    """The test a record belongs to: its node id without the scenario's parameter, or,
+    for a zero-config item (``rl-audit::spike``), without the scenario.
+
+    >>> test_of({"nodeid": "t.py::test_x[delay]"}), test_of({"nodeid": "rl-audit::spike",
+    ...                                                        "scenario": "spike"})
+    ('t.py::test_x', 'rl-audit')
+    """
     nodeid = rec.get("nodeid", "")
-    return nodeid.split("[", 1)[0] if nodeid.endswith("]") else nodeid
+    if nodeid.endswith("]"):
+        return nodeid.split("[", 1)[0]
+    scenario = f"::{rec.get('scenario', '')}"
+    return nodeid[:-len(scenario)] if nodeid.endswith(scenario) else nodeid
 
 
 def short_diagnosis(rec: Record) -> str:
