@@ -207,6 +207,13 @@ class AuditResult(ScenarioTable[ScenarioResult]):
             "scenarios": {name: r.to_dict() for name, r in self.scenarios.items()},
         }
 
+    @property
+    def inconclusive(self) -> str | None:
+        """Why the scenarios are rated INCONCLUSIVE (the agent does not clearly beat its
+        reference: one reason for all), or None when they are rated."""
+        unrated = next((r.diagnosis for r in self if r.rating == INCONCLUSIVE), None)
+        return None if unrated is None else f"every scenario is {INCONCLUSIVE}: {unrated}"
+
     def __str__(self) -> str:
         header = (f"audit of {self.agent} on {self.env}: {self.episodes} paired episodes per "
                   f"scenario, seed {self.seed}\nratios of: nominal mean return "
@@ -237,11 +244,11 @@ class AuditResult(ScenarioTable[ScenarioResult]):
         if summary:
             lines += ["", "; ".join(summary)]
         diagnosed = [r for r in self if r.diagnosis is not None and r.rating != INCONCLUSIVE]
-        unrated = next((r.diagnosis for r in self if r.rating == INCONCLUSIVE), None)
+        unrated = self.inconclusive
         if diagnosed or unrated:
             lines.append("")
         if unrated is not None:  # one reason for every scenario: said once
-            lines.append(_wrapped(f"every scenario is {INCONCLUSIVE}: {unrated}"))
+            lines.append(_wrapped(unrated))
         lines += [_wrapped(f"{r.name}: {r.diagnosis}") for r in diagnosed]
         return "\n".join(lines)
 
