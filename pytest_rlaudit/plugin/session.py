@@ -14,6 +14,8 @@ Loading it imports nothing heavy; the engine is imported when an audit first run
 from __future__ import annotations
 
 import json
+from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -326,9 +328,17 @@ class AuditSession:
             write_lines(terminalreporter, audit_section(self.records, lost=self.lost,
                                                         errors=self.errors))
         write_lines(terminalreporter, [[(f"error: {e}", "error")] for e in self.report_errors])
+        videos = [rec["video"] for rec in self.records if rec.get("video")]
+        # why a failure has no video (pygame missing, an env that does not render): said
+        # here too, not only in index.html, where nobody looks for a missing GIF
+        for why, count in Counter(v["skipped"] for v in videos if v.get("skipped")).items():
+            terminalreporter.write_line(f"rl audit: no video of {count} failing audit(s): {why}",
+                                        yellow=True)
         if self.report_paths:
-            terminalreporter.write_sep(
-                "-", f"rl audit report: {', '.join(str(p) for p in self.report_paths)}")
+            paths = [str(p) for p in self.report_paths]
+            if any(v.get("file") for v in videos):
+                paths.append(str(Path(str(self.settings.report)) / "videos"))
+            terminalreporter.write_sep("-", f"rl audit report: {', '.join(paths)}")
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
