@@ -328,7 +328,7 @@ class AuditSession:
             write_lines(terminalreporter, audit_section(self.records, lost=self.lost,
                                                         errors=self.errors))
         write_lines(terminalreporter, [[(f"error: {e}", "error")] for e in self.report_errors])
-        videos = [rec["video"] for rec in self.records if rec.get("video")]
+        videos: list[dict[str, Any]] = [v for rec in self.records if (v := rec.get("video"))]
         # why a failure has no video (pygame missing, an env that does not render): said
         # here too, not only in index.html, where nobody looks for a missing GIF
         for why, count in Counter(v["skipped"] for v in videos if v.get("skipped")).items():
