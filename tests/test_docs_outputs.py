@@ -26,10 +26,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from doc_blocks import BLOCK
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = "<!-- output of the example above -->"
-BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import cartpole_agents
 import pytest
+from doc_blocks import BLOCK
 
 PAGE = Path(__file__).parents[2] / "docs" / "tutorials" / "ci-gate.md"
-BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 
 
 def _section(title: str) -> str:
