@@ -37,8 +37,12 @@ class PageItem(pytest.Item):
         self.skipped: list[int] = []  # lines of the examples a skip directive left out
 
     def runtest(self) -> None:
+        from registries import restored  # tests/ is on the ini's pythonpath
+
         document = self.sybil.parse(self.path)
-        with pytest.MonkeyPatch.context() as patch:
+        # a page's scenarios and env ids (custom-scenarios registers "noisy_imu") are
+        # undone after it, as each test's are: later tests read the registries
+        with restored(), pytest.MonkeyPatch.context() as patch:
             patch.chdir(ROOT)
             for example in document:  # its examples (Sybil 6 has no .examples())
                 try:

@@ -4,8 +4,9 @@
 'json'
 >>> missing("hypothesis", "find_breaking_schedule")
 "find_breaking_schedule needs hypothesis, which is not installed: pip install 'pytest-rlaudit[hypothesis]'"
->>> install_hint("sb3")
-"pip install torch==2.13.0 'pytest-rlaudit[sb3]' (torch first, pinned; on Linux, its CPU build ..."
+>>> install_hint("sb3")  # doctest: +NORMALIZE_WHITESPACE
+"pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+ && pip install 'pytest-rlaudit[sb3]' (torch's CPU build first: ..."
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["require", "missing", "install_hint", "TORCH_PIN", "TORCH_CPU", "EXTRAS"]
+__all__ = ["require", "missing", "install_hint", "TORCH_PIN", "TORCH_CPU_INDEX", "TORCH_INSTALL", "EXTRAS"]
 
 #: The extra that installs each optional package.
 EXTRAS = {"hypothesis": "hypothesis", "stable_baselines3": "sb3", "yaml": "sb3", "matplotlib": "plot",
@@ -24,15 +25,15 @@ EXTRAS = {"hypothesis": "hypothesis", "stable_baselines3": "sb3", "yaml": "sb3",
 TORCH_EXTRAS = frozenset({"sb3", "hub"})
 TORCH_PACKAGES = frozenset({"stable-baselines3", "sb3-contrib", "rl_zoo3"})
 
-#: The torch every install hint pins where it installs torch: the version CI tests. The pin
-#: does not choose the CPU build: on Linux, PyPI's torch is the CUDA build (several GB);
-#: PyTorch's CPU index serves the CPU build, ``2.13.0+cpu``, which the pin then keeps.
+#: The torch every install hint pins where it installs torch: the release CI tests with.
+#: The pin picks the version, not the build: on Linux, PyPI's ``torch`` is the CUDA build
+#: with several GB of ``nvidia-*`` packages, whatever the version.
 TORCH_PIN = "torch==2.13.0"
-
-#: Where a hint installs torch: how to get its CPU build on Linux.
-TORCH_CPU = (f"on Linux, its CPU build comes from PyTorch's index (PyPI's is the CUDA build, "
-             f"several GB): pip install {TORCH_PIN} --index-url https://download.pytorch.org/whl/cpu "
-             "first")
+#: PyTorch's own index of CPU builds (Linux, macOS and Windows); its ``2.13.0+cpu``
+#: satisfies ``torch==2.13.0``, so a later install that pins torch keeps it.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: The command every hint gives for torch itself.
+TORCH_INSTALL = f"pip install {TORCH_PIN} --index-url {TORCH_CPU_INDEX}"
 
 
 def install_hint(extra: str | None = None, package: str | None = None) -> str:
@@ -40,7 +41,8 @@ def install_hint(extra: str | None = None, package: str | None = None) -> str:
     with torch pinned first where what it installs brings torch."""
     what = f"'pytest-rlaudit[{extra}]'" if extra else str(package)
     if extra in TORCH_EXTRAS or package in TORCH_PACKAGES:
-        return f"pip install {TORCH_PIN} {what} (torch first, pinned; {TORCH_CPU})"
+        return (f"{TORCH_INSTALL} && pip install {what} "
+                "(torch's CPU build first: from PyPI, Linux gets the CUDA build, several GB)")
     return f"pip install {what}"
 
 

@@ -60,20 +60,31 @@ def test_markers_fixtures_errors_and_the_public_api(reference):
     import pytest_rlaudit
     import pytest_rlaudit.errors as errors
 
-    documented = reference.api() + reference.errors()
+    # every public name, in the page a code host shows and in the site's full docstrings
+    shown = reference.api() + reference.errors()
+    full = reference.api_autodoc() + reference.errors_autodoc()
     for name in pytest_rlaudit.__all__:
         if not name.startswith("_") and name != "scenarios":
-            assert f"pytest_rlaudit.{name}\n" in documented or \
-                f"pytest_rlaudit.errors.{name}\n" in documented, name
+            assert f"`{name}`" in shown, name
+            assert f"pytest_rlaudit.{name}\n" in full or \
+                f"pytest_rlaudit.errors.{name}\n" in full, name
     for name in errors.__all__:
-        assert f"pytest_rlaudit.errors.{name}\n" in reference.errors()
+        assert f"| `{name}` |" in reference.errors()
+        assert f"pytest_rlaudit.errors.{name}\n" in reference.errors_autodoc()
 
 
 def test_write_only_rewrites_what_changed(reference, tmp_path):
-    first = reference.write(tmp_path)
-    assert sorted(p.name for p in first) == sorted(f"{n}.md" for n in reference.PAGES)
+    import shutil
+
+    pages = tmp_path / "reference"
+    shutil.copytree(reference.REFERENCE, pages, ignore=shutil.ignore_patterns("_generated"))
+    (pages / "options.md").write_text((pages / "options.md").read_text().replace(
+        "`--rl-audit`\n: ", "`--rl-audit`\n: stale "))
+    first = reference.write(pages, tmp_path / "generated")
+    assert sorted(p.name for p in first) == ["api.md", "errors.md", "options.md"]
+    assert "stale" not in (pages / "options.md").read_text()
     stamps = {p: p.stat().st_mtime_ns for p in first}
-    reference.write(tmp_path)
+    assert reference.write(pages, tmp_path / "generated") == []
     assert {p: p.stat().st_mtime_ns for p in first} == stamps
 
 
@@ -94,3 +105,24 @@ def test_a_page_is_one_test_its_examples_run_in_order_past_their_skips(pytester)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*PageFailure: bad.md, the example at line 5: "
                                  "AssertionError*"])
+
+
+def test_the_committed_reference_pages_are_the_code_s(reference):
+    """The reference pages hold their generated parts, so that a code host shows them;
+    a change to an option, marker, fixture, scenario, record field or public docstring
+    must refresh them."""
+    stale = reference.stale()
+    assert stale == [], (f"docs/reference/ pages {stale} are stale: run "
+                         f"`{reference.REFRESH}` and commit them")
+
+
+def test_the_reference_pages_read_on_a_code_host(reference):
+    """No Sphinx role, include or autodoc directive in what a code host shows of the
+    pages the README links to: their content is plain Markdown."""
+    import re
+
+    for page in ("options", "markers", "fixtures", "scenarios", "api", "records", "errors"):
+        text = (reference.REFERENCE / f"{page}.md").read_text(encoding="utf-8")
+        shown = text.split("## Full docstrings")[0]  # the site alone adds these
+        assert re.findall(r"\{[a-z:]+\}`|:[a-z]+:`|```\{(?:include|eval-rst)", shown) == [], page
+        assert reference.plain(":mod:`x`") == "`x`"

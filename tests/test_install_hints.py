@@ -1,6 +1,6 @@
-"""Every install line the package prints works from a user's repository, and pins torch
-where what it installs brings torch: a plain ``torch`` (or a range that admits a newer
-release) makes pip take a CUDA build of several GB."""
+"""Every install line the package prints works from a user's repository, and installs
+torch's CPU build first where what it installs brings torch: from PyPI, a Linux machine
+gets the CUDA build with several GB of ``nvidia-*`` packages, pinned or not."""
 
 from __future__ import annotations
 
@@ -8,23 +8,25 @@ import re
 
 import pytest
 
-from pytest_rlaudit._optional import EXTRAS, TORCH_PIN, install_hint, missing
+from pytest_rlaudit._optional import EXTRAS, TORCH_CPU_INDEX, TORCH_INSTALL, TORCH_PIN, install_hint, missing
 
 
 @pytest.mark.parametrize("package", sorted(EXTRAS))
 def test_a_missing_optional_package_names_its_extra_and_pins_torch_where_it_brings_it(package):
     message = missing(package, "this feature")
     extra = EXTRAS[package]
-    assert f"pip install {TORCH_PIN + ' ' if extra in ('sb3', 'hub') else ''}" \
-           f"'pytest-rlaudit[{extra}]'" in message
-    if extra in ("sb3", "hub"):  # the pin alone takes the CUDA build on Linux: say where
-        assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" \
-            in message and "PyPI's is the CUDA build" in message
+    assert f"pip install 'pytest-rlaudit[{extra}]'" in message
+    if extra in ("sb3", "hub"):
+        assert f": {TORCH_INSTALL} && pip install 'pytest-rlaudit[{extra}]'" in message
+        assert f"--index-url {TORCH_CPU_INDEX}" in message
+    else:
+        assert "torch" not in message
 
 
 @pytest.mark.parametrize("package", ["sb3-contrib", "rl_zoo3"])
 def test_other_packages_that_bring_torch_pin_it_first(package):
-    assert install_hint(package=package).startswith(f"pip install {TORCH_PIN} {package} ")
+    assert install_hint(package=package).startswith(
+        f"pip install {TORCH_PIN} --index-url {TORCH_CPU_INDEX} && pip install {package} ")
 
 
 def test_hints_that_bring_no_torch_do_not_name_it():

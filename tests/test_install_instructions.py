@@ -38,10 +38,11 @@ def _torch_installs(text: str) -> list[tuple[str, bool]]:
 
 def _offenders(text: str) -> list[str]:
     bad = [line for line, after_index in _torch_installs(text) if not after_index]
-    # "pinned so that pip takes the CPU build", "With the pin, pip takes the CPU build"
-    prose = re.sub(r"```.*?```", "", text, flags=re.S)
-    bad += [m.group(0) for m in re.finditer(r"[^.]*\bpin[^.]*\bCPU build[^.]*\.", prose)
-            if "not" not in m.group(0) and "index" not in m.group(0)]
+    # the old claims: "pinned so that pip takes the CPU build", "With the pin, pip takes
+    # the CPU build", "(torch first, pinned: the CPU build, ...)"
+    prose = " ".join(re.sub(r"```.*?```", "", text, flags=re.S).split())
+    bad += re.findall(r"[^.]*(?:pip takes the CPU build|pinned so that pip|pinned: the CPU "
+                      r"build)[^.]*", prose)
     return bad
 
 

@@ -1,17 +1,22 @@
 """The docs' reference, generated from the code so it cannot drift (DESIGN.md section 18).
 
 Plain functions of the package (no Sphinx needed to call them, so the suite checks them
-cheaply: tests/test_docs_reference.py): each returns one MyST Markdown fragment. As a Sphinx
-extension, :func:`setup` writes them to ``docs/reference/_generated/NAME.md`` when the
-builder starts; the pages of ``docs/reference/`` ``{include}`` them.
+cheaply: tests/test_docs_reference.py): each returns one Markdown fragment that reads the
+same on a code host (GitHub) as on the site: no Sphinx role, docstrings' reST roles turned
+into code. The fragments are committed, inside the pages of ``docs/reference/`` between
+``<!-- generated: NAME -->`` and ``<!-- end generated -->``, so the README's links lead to
+pages with their content; the suite fails when one is stale. The full docstrings of the
+API and the errors (autodoc's reST) are written at build time to
+``docs/reference/_generated/`` (ignored by git), for the site alone.
 
-    python docs/_ext/rlaudit_reference.py [DIR]    # write the fragments, for a look
+    python docs/_ext/rlaudit_reference.py     # refresh the generated parts of the pages
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +24,28 @@ from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 GENERATED = _HERE.parent / "reference" / "_generated"
+REFERENCE = _HERE.parent / "reference"
+#: The command that refreshes the committed fragments (named by the staleness test).
+REFRESH = "python docs/_ext/rlaudit_reference.py"
+_ROLE = re.compile(r":(?:py:)?[a-z]+:`~?([^`<]*?)(?:\s*<([^>]*)>)?`")
+
+
+def plain(text: str) -> str:
+    """A docstring's reST inline markup as Markdown that GitHub and MyST both read:
+    ``:func:`~a.b``` and ``:mod:`a``` become code, reST's double backquotes single ones.
+
+    >>> plain("see :func:`~pytest_rlaudit.audit` and ``x=1``, :mod:`gymnasium`")
+    'see `audit` and `x=1`, `gymnasium`'
+    """
+    def role(match: re.Match[str]) -> str:
+        title, target = match.group(1).strip(), match.group(2)
+        shown = title or (target or "")
+        if match.group(0).split("`", 1)[1].startswith("~"):
+            shown = shown.rsplit(".", 1)[-1]
+        return f"`{shown}`"
+
+    text = _ROLE.sub(role, text)
+    return re.sub(r"``([^`]+?)``", r"`\1`", text)
 
 
 def _cell(text: Any) -> str:
@@ -109,7 +136,7 @@ def fixtures() -> str:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and (scope := _fixture_scope(node)):
             args = [a.arg for a in node.args.args]
-            doc = inspect.cleandoc(ast.get_docstring(node) or "")
+            doc = plain(inspect.cleandoc(ast.get_docstring(node) or ""))
             parts.append(f"## `{node.name}`\n\nScope: {scope}; uses: "
                          f"{', '.join(f'`{a}`' for a in args) or 'nothing'}.\n\n{doc}\n")
     return "\n".join(parts)
@@ -217,8 +244,27 @@ def summary() -> str:
 # ------------------------------------------------------------------------------ errors
 
 
+def _summary_line(obj: Any) -> str:
+    """The first paragraph of ``obj``'s docstring, as plain Markdown on one line."""
+    doc = inspect.getdoc(obj) or ""
+    return " ".join(plain(doc.split("\n\n", 1)[0]).split())
+
+
 def errors() -> str:
-    """Every exception and warning of ``pytest_rlaudit.errors``, with its docstring."""
+    """Every exception and warning of ``pytest_rlaudit.errors``: its bases and what it
+    means (the first paragraph of its docstring)."""
+    import pytest_rlaudit.errors as module
+
+    rows = []
+    for name in module.__all__:
+        cls = getattr(module, name)
+        bases = ", ".join(_code(b.__name__) for b in cls.__bases__)
+        rows.append((_code(name), bases, _summary_line(cls)))
+    return _table(("Name", "Subclass of", "What it means"), rows)
+
+
+def errors_autodoc() -> str:
+    """autodoc directives for every error: the full docstrings, on the site."""
     import pytest_rlaudit.errors as module
 
     return _rst("".join(f".. autoexception:: pytest_rlaudit.errors.{name}\n   :show-inheritance:\n\n"
@@ -238,57 +284,143 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 
-def api() -> str:
-    """autodoc directives for ``pytest_rlaudit.__all__``, grouped by :data:`API_GROUPS`;
-    a public name in no group lands in "Other", so none is left out."""
+def _api_names() -> list[tuple[str, tuple[str, ...]]]:
+    """The API's groups: :data:`API_GROUPS`, and "Other" for a public name in none."""
     import pytest_rlaudit
     import pytest_rlaudit.errors as errors_module
 
     public = [n for n in pytest_rlaudit.__all__ if not n.startswith("_")]
     grouped = {n for names in API_GROUPS.values() for n in names}
-    rest = [n for n in public
-            if n not in grouped and n not in errors_module.__all__ and n != "scenarios"]
+    rest = tuple(n for n in public
+                 if n not in grouped and n not in errors_module.__all__ and n != "scenarios")
+    return [(title, names) for title, names in [*API_GROUPS.items(), ("Other", rest)] if names]
+
+
+def _kind(obj: Any) -> str:
+    return ("exception" if isinstance(obj, type) and issubclass(obj, BaseException)
+            else "class" if isinstance(obj, type) else "function")
+
+
+def _signature(name: str, obj: Any) -> str:
+    """``name(arg, key=default, ...)`` without annotations (the docstrings say the types),
+    one parameter group per line past 88 characters, as black would wrap it."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return name
+    empty = inspect.Parameter.empty
+    sig = sig.replace(parameters=[p.replace(annotation=empty) for p in sig.parameters.values()],
+                      return_annotation=empty)
+    text = f"{name}{sig}"
+    if len(text) <= 88:
+        return text
+    lines, line = [], f"{name}("
+    for part in [*str(sig)[1:-1].split(", ")]:
+        if len(line) + len(part) + 2 > 88 and line.strip() not in ("", f"{name}("):
+            lines.append(line.rstrip())
+            line = "    "
+        line += part + ", "
+    return "\n".join([*lines, line.rstrip(", ") + ")"])
+
+
+def api() -> str:
+    """``pytest_rlaudit.__all__`` grouped by :data:`API_GROUPS`: each name's signature and
+    the first paragraph of its docstring (the site adds the full docstrings)."""
+    import pytest_rlaudit
+
     parts = []
-    for title, names in [*API_GROUPS.items(), ("Other", tuple(rest))]:
-        if not names:
-            continue
+    for title, names in _api_names():
         parts.append(f"## {title}\n")
         for name in names:
             obj = getattr(pytest_rlaudit, name)
-            kind = ("exception" if isinstance(obj, type) and issubclass(obj, BaseException)
-                    else "class" if isinstance(obj, type) else "function")
+            parts.append(f"### `{name}` ({_kind(obj)})\n\n```text\n{_signature(name, obj)}\n```\n\n"
+                         f"{_summary_line(obj)}\n")
+    return "\n".join(parts)
+
+
+def api_autodoc() -> str:
+    """autodoc directives for ``pytest_rlaudit.__all__``, grouped as :func:`api`: the full
+    docstrings, on the site."""
+    import pytest_rlaudit
+
+    parts = []
+    for title, names in _api_names():
+        parts.append(f"### {title}\n")
+        for name in names:
+            kind = _kind(getattr(pytest_rlaudit, name))
             options = "   :members:\n" if kind == "class" else ""
             parts.append(_rst(f".. auto{kind}:: pytest_rlaudit.{name}\n{options}"))
-    parts.append("## The scenario registry\n\n" + _rst(
+    parts.append("### The scenario registry\n\n" + _rst(
         ".. automodule:: pytest_rlaudit.world.scenarios\n   :members: register, names, get, preset\n"))
     return "\n".join(parts)
 
 
-PAGES: dict[str, Callable[[], str]] = {
-    "options": options, "markers": markers, "fixtures": fixtures, "scenarios": scenarios,
-    "records": records, "summary": summary, "errors": errors, "api": api}
+#: The committed fragments: page of docs/reference/ -> the fragments it holds, in order.
+PAGES: dict[str, tuple[Callable[[], str], ...]] = {
+    "options": (options,), "markers": (markers,), "fixtures": (fixtures,),
+    "scenarios": (scenarios,), "records": (records, summary), "errors": (errors,),
+    "api": (api,)}
+#: Written at build time for the site alone (reST autodoc that a code host cannot show).
+AUTODOC: dict[str, Callable[[], str]] = {"api": api_autodoc, "errors": errors_autodoc}
 
 
-def write(directory: Path = GENERATED) -> list[Path]:
-    """Write every fragment to ``directory/NAME.md`` (only those whose text changed, so
-    Sphinx rebuilds only what did)."""
+def _marks(name: str) -> tuple[str, str]:
+    return (f"<!-- generated: {name} ({REFRESH}); do not edit -->\n",
+            f"<!-- end generated: {name} -->\n")
+
+
+def refreshed(page: str, text: str) -> str:
+    """``text`` (the page's) with each of its generated fragments made anew."""
+    for make in PAGES[page]:
+        start, end = _marks(make.__name__)
+        if start not in text or end not in text:
+            raise RuntimeError(f"docs/reference/{page}.md has no {start.strip()} ... "
+                               f"{end.strip()} section for its generated {make.__name__}")
+        head, rest = text.split(start, 1)
+        text = head + start + "\n" + make().rstrip("\n") + "\n\n" + end + rest.split(end, 1)[1]
+    return text
+
+
+def stale() -> list[str]:
+    """The committed pages whose generated parts differ from the code's."""
+    return [page for page in PAGES
+            if (path := REFERENCE / f"{page}.md").read_text(encoding="utf-8")
+            != refreshed(page, path.read_text(encoding="utf-8"))]
+
+
+def write(reference: Path = REFERENCE, generated: Path = GENERATED) -> list[Path]:
+    """Refresh the committed pages' generated parts, and write the autodoc fragments for
+    the site (only files whose text changed, so Sphinx rebuilds only what did)."""
+    written = []
+    for page in PAGES:
+        path = reference / f"{page}.md"
+        text = path.read_text(encoding="utf-8")
+        new = refreshed(page, text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            written.append(path)
+    return written + _write_autodoc(generated)
+
+
+def _write_autodoc(directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, make in PAGES.items():
+    for name, make in AUTODOC.items():
         path = directory / f"{name}.md"
         text = "<!-- generated by docs/_ext/rlaudit_reference.py: do not edit -->\n\n" + make()
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
-        written.append(path)
+            written.append(path)
     return written
 
 
 def setup(app: Any) -> dict[str, Any]:
-    """The Sphinx extension: write the fragments when the builder starts."""
-    app.connect("builder-inited", lambda app: write())
+    """The Sphinx extension: write the autodoc fragments when the builder starts (the
+    committed pages are refreshed by hand, and checked by the suite)."""
+    app.connect("builder-inited", lambda app: _write_autodoc(GENERATED))
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 if __name__ == "__main__":
-    for written in write(Path(sys.argv[1]) if len(sys.argv) > 1 else GENERATED):
+    for written in write():
         print(written)

@@ -228,6 +228,8 @@ class RobustnessCallback(_callbacks.BaseCallback):  # type: ignore[name-defined]
             ratios = ", ".join(f"{r.name} {r.ratio:.2f} {r.rating}" for r in result)
             print(f"Robustness audit at {steps} timesteps: nominal return "
                   f"{result.nominal.mean_return:.1f}; {ratios}")
+            if result.inconclusive is not None:  # a rating without its reason misleads
+                print(f"  {result.inconclusive}")
         if self.verbose >= 2:
             print(result)
         self._dump()

@@ -64,9 +64,8 @@ class Change:
     def delta(self) -> float:
         return self.current - self.baseline
 
-    def describe(self, scenario: bool = True) -> str:
-        """``spike: mean return 103.8 -> 80.2 (-22.7%, p = 0.003)``; without the
-        ``spike: `` when ``scenario`` is false (a line that names it already)."""
+    def describe(self) -> str:
+        """``spike: mean return 103.8 -> 80.2 (-22.7%, p = 0.003)``."""
         if self.metric == "return":
             rel = f", {self.delta / abs(self.baseline):+.1%}" if self.baseline else ""
             p = "" if self.p_value is None else f", p = {self.p_value:.3g}"
@@ -75,7 +74,7 @@ class Change:
             ci = "" if self.ci is None else f", CI {self.ci[0]:+.3f} to {self.ci[1]:+.3f}"
             what = f"ratio {fixed(self.baseline)} -> {fixed(self.current)} ({self.delta:+.3f}{ci})"
         beyond = f" beyond {', '.join(self.exceeded)}" if self.exceeded else ""
-        return f"{self.scenario}: {what}{beyond}" if scenario else f"{what}{beyond}"
+        return f"{self.scenario}: {what}{beyond}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "scenario": self.scenario, "metric": self.metric,
@@ -156,18 +155,26 @@ class Comparison:
             return "report"
         return "inconclusive" if self.inconclusive else "ship"
 
-    def summary(self) -> str:
-        """One line: the decision and why (the rows say by how much)."""
+    def summary(self, listed: str = "") -> str:
+        """One line: the decision and why (the rows say by how much). ``listed``: where the
+        rows are printed beside it (``"above"``, ``"below"``), so that the line counts the
+        regressions and drops instead of naming each test again; empty: the line names
+        them, as where it stands alone (summary.json, JUnit)."""
         tolerances = ", ".join(map(str, self.tolerances))
         decision = self.decision
-        # counts only: every view prints the rows themselves beside this line
+
+        def where(changes: list[Change]) -> str:
+            if listed:
+                return f" (listed {listed})"
+            return ": " + ", ".join(dict.fromkeys(f"{c.key} ({c.metric})" for c in changes))
+
         if decision == "report":
-            found = (f"{_count(len(self.drops), 'significant drop')} (marked worse)"
-                     if self.drops else f"no significant drop in {len(self.changes)} comparisons")
+            found = (f"{len(self.drops)} significant drop(s){where(self.drops)}" if self.drops
+                     else f"no significant drop in {len(self.changes)} comparisons")
             if not self.changes:
                 found = f"nothing was compared: {self._unpaired()}"
             note = f" (note: {self.power_note})" if self.power_note else ""
-            return f"report only: no --rl-compare-fail tolerance, nothing gated; {found}{note}"
+            return f"report only: nothing gated (no --rl-compare-fail); {found}{note}"
         if decision == "inconclusive":
             return f"inconclusive: {self.inconclusive}"
         if decision == "ship":
@@ -177,14 +184,14 @@ class Comparison:
                     f"{len(self.changes)} comparisons{better}{note}")
         reasons = []
         if self.regressions:
-            reasons.append(f"{_count(len(self.regressions), 'significant regression')} beyond "
-                           f"{tolerances} (marked regressed)")
+            reasons.append(f"{len(self.regressions)} significant regression(s) beyond "
+                           f"{tolerances}{where(self.regressions)}")
         if self.mismatches:
             reasons.append(f"{len(self.mismatches)} result(s) cannot be paired with the baseline")
         return "hold: " + "; ".join(reasons)
 
     def __str__(self) -> str:
-        lines = [self.summary()]
+        lines = [self.summary(listed="below")]
         lines += [f"  {c.status.upper():9} {'' if c.key == c.scenario else c.key + ': '}"
                   f"{c.describe()}" for c in self.changes if c.status != "same"]
         same = sum(c.status == "same" for c in self.changes)
@@ -213,11 +220,6 @@ class _Row:
     episodes: int
     p_value: float | None = None  # returns
     ratio_inputs: tuple[Any, ...] | None = None  # ratios: what ratio_change_ci needs
-
-
-def _count(n: int, noun: str) -> str:
-    """``"1 significant drop"``, ``"2 significant drops"``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def too_few_episodes(episodes: int, rows: int, alpha: float = 0.05) -> str | None:

@@ -12,6 +12,7 @@ built by :func:`.measure.summarise`).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -206,9 +207,16 @@ class AuditResult(ScenarioTable[ScenarioResult]):
             "scenarios": {name: r.to_dict() for name, r in self.scenarios.items()},
         }
 
+    @property
+    def inconclusive(self) -> str | None:
+        """Why the scenarios are rated INCONCLUSIVE (the agent does not clearly beat its
+        reference: one reason for all), or None when they are rated."""
+        unrated = next((r.diagnosis for r in self if r.rating == INCONCLUSIVE), None)
+        return None if unrated is None else f"every scenario is {INCONCLUSIVE}: {unrated}"
+
     def __str__(self) -> str:
         header = (f"audit of {self.agent} on {self.env}: {self.episodes} paired episodes per "
-                  f"scenario, seed {self.seed}; nominal mean return "
+                  f"scenario, seed {self.seed}\nratios of: nominal mean return "
                   f"{fixed(self.nominal.mean_return, 1)}, reference {fixed(self.reference, 1)}")
         level = f"{self.confidence:.0%} CI"
         rows = [("scenario", "category", "mean return", "ratio", level, "rating", "p",
@@ -236,10 +244,16 @@ class AuditResult(ScenarioTable[ScenarioResult]):
         if summary:
             lines += ["", "; ".join(summary)]
         diagnosed = [r for r in self if r.diagnosis is not None and r.rating != INCONCLUSIVE]
-        unrated = next((r.diagnosis for r in self if r.rating == INCONCLUSIVE), None)
+        unrated = self.inconclusive
         if diagnosed or unrated:
             lines.append("")
         if unrated is not None:  # one reason for every scenario: said once
-            lines.append(f"every scenario is {INCONCLUSIVE}: {unrated}")
-        lines += [f"{r.name}: {r.diagnosis}" for r in diagnosed]
+            lines.append(_wrapped(unrated))
+        lines += [_wrapped(f"{r.name}: {r.diagnosis}") for r in diagnosed]
         return "\n".join(lines)
+
+
+def _wrapped(paragraph: str) -> str:
+    """A diagnosis paragraph in lines of at most 90 characters, as wide as the table
+    above it (one line of 600 characters ran off a notebook's cell and a docs page)."""
+    return textwrap.fill(paragraph, width=90, break_long_words=False, break_on_hyphens=False)

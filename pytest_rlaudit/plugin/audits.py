@@ -222,7 +222,8 @@ class ItemAudits:
                 check = robustness_check(policy, spec, scenario, settings, gate=gate,
                                          max_episodes=episodes["max_n"],
                                          target_ci_width=episodes["target_ci_width"],
-                                         cache=self.cache)
+                                         cache=self.cache,
+                                         shown_as=self.settings.agent if agent is None else agent)
                 record, outcome = record_of(item.nodeid, check, gate), check.result
                 failure = None if check.passed else RobustnessError(check.message, check.result)
         except ReferenceScoreError as exc:

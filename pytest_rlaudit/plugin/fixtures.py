@@ -19,9 +19,11 @@ def _session(config: pytest.Config) -> Any:
 
 @pytest.fixture(scope="session")
 def rl_agent(pytestconfig: pytest.Config) -> Any:
-    """The agent under audit: --rl-agent (a .zip, a zoo folder, hf://org/repo or
-    module:attribute, with --rl-algo, --rl-vec-normalize, --rl-stochastic,
-    --rl-agent-name and --rl-trusted), loaded once.
+    """The agent under audit: --rl-agent, loaded once. It takes an SB3 ``.zip``, a zoo
+    folder, ``hf://org/repo``, a deployed ``.onnx`` or TorchScript ``.pt`` / ``.pth`` /
+    ``.ts`` file, ``package.module:attribute``, or a glob (``runs/seed_*.zip``: one match
+    is that agent, several are training runs audited together), with --rl-algo,
+    --rl-vec-normalize, --rl-stochastic, --rl-agent-name and --rl-trusted.
 
     Override it in conftest.py to audit your own agent object.
     """

@@ -12,11 +12,12 @@ output is a terminal, but not under ``-qq`` (the least output was asked for) nor
 (the test's own output shares the line); ``yes`` shows it anywhere; ``no`` never. An xdist
 worker never shows it: its output is not a terminal, the controller's is.
 
-An audit projected to run 30 s or more that spends most of it stepping envs in one
-process (the agent's calls take less than half of it, and the env work of an agent step
-25 us or more: MuJoCo, not CartPole), on a machine with several cores, is one for
-``--rl-workers auto``: the progress line says so while it runs, and one line after the
-run's summary (also where no line was shown, as in a CI log).
+An audit projected to run 30 s or more (once 10% of its steps have run: see
+``ESTIMATE_SHARE``) that spends most of it stepping envs in one process (the agent's calls
+take less than half of it, and the env work of an agent step 25 us or more: MuJoCo, not
+CartPole), on a machine with several cores, is one for
+``--rl-workers auto``: the progress line says so while it runs, and, if it did run 30 s
+or more, one line after the run's summary (also where no line was shown, as in a CI log).
 
 Loading this module imports nothing heavy (the counter is standard library only).
 """
@@ -29,7 +30,15 @@ from typing import Any
 
 import pytest
 
-from ..rollout.progress import Progress, Snapshot, describe, duration, expect, watching
+from ..rollout import progress as rollout_progress
+from ..rollout.progress import (
+    Progress,
+    Snapshot,
+    describe,
+    duration,
+    expect,
+    watching,
+)
 from .xdist import is_worker
 
 __all__ = ["ProgressHooks", "TerminalLine", "shows_progress"]
@@ -134,8 +143,10 @@ class ProgressHooks:
                                    self.config.pluginmanager.get_plugin("capturemanager"))
         with watching(Progress(display)) as progress:
             yield
-        if progress.suggest_workers:
-            shot = progress.snapshot()
+        shot = progress.snapshot()
+        # after the run, said only of an audit that did take SUGGEST_SECONDS (the line
+        # said it of one projected to)
+        if progress.suggest_workers and shot.elapsed >= rollout_progress.SUGGEST_SECONDS:
             if self.suggestion is None or shot.elapsed > self.suggestion.elapsed:
                 self.suggestion = shot
 

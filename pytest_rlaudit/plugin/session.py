@@ -14,6 +14,8 @@ Loading it imports nothing heavy; the engine is imported when an audit first run
 from __future__ import annotations
 
 import json
+from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -34,7 +36,7 @@ from .options import Settings
 from .reporting import caught, fail_run, guarded
 from .rootdir import audit_nodeid
 from .runs import RunsAudit, resolve_agent
-from .switch import SKIP_REASON, skipped_line, switch
+from .switch import AGENT_ONLY_LINE, SKIP_REASON, agent_only, skipped_line, switch
 from .terminal import write_lines
 from .xdist import is_worker
 
@@ -80,9 +82,15 @@ class AuditSession:
         self._overridden: set[str] = set()  # rl_agent / rl_env overrides already warned of
         self.skipped = 0  # audit tests skipped for want of --rl-audit
         self.could_not: list[str] = []  # tests whose audit could not run (CouldNotAuditError)
+        self.agent_only = self.enabled and agent_only(config)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Any, config: pytest.Config) -> bool | None:
+        # --rl-agent without test paths: the zero-config audit alone, nothing imported
+        return True if self.agent_only else None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         late = len(self._defined)  # items another plugin added after us: in run order
@@ -107,6 +115,9 @@ class AuditSession:
 
     def _skip_or_generate(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         """Skip audit items without --rl-audit; add the zero-config items."""
+        if self.agent_only and items:  # a file path in testpaths is collected all the same
+            session.config.hook.pytest_deselected(items=items[:])
+            items.clear()
         audit_items = [item for item in items if is_rl_item(item)]
         if not self.enabled:
             skip = pytest.mark.skip(reason=SKIP_REASON)
@@ -305,6 +316,8 @@ class AuditSession:
             terminalreporter.write_line(skipped_line(self.skipped), yellow=True)
         if self.agent_note:
             terminalreporter.write_line(self.agent_note, yellow=True)
+        if self.agent_only:
+            terminalreporter.write_line(AGENT_ONLY_LINE, yellow=True)
         if not (self.records or self.lost or self.errors or self.report_paths
                 or self.report_errors):
             return
@@ -315,9 +328,17 @@ class AuditSession:
             write_lines(terminalreporter, audit_section(self.records, lost=self.lost,
                                                         errors=self.errors))
         write_lines(terminalreporter, [[(f"error: {e}", "error")] for e in self.report_errors])
+        videos: list[dict[str, Any]] = [v for rec in self.records if (v := rec.get("video"))]
+        # why a failure has no video (pygame missing, an env that does not render): said
+        # here too, not only in index.html, where nobody looks for a missing GIF
+        for why, count in Counter(v["skipped"] for v in videos if v.get("skipped")).items():
+            terminalreporter.write_line(f"rl audit: no video of {count} failing audit(s): {why}",
+                                        yellow=True)
         if self.report_paths:
-            terminalreporter.write_sep(
-                "-", f"rl audit report: {', '.join(str(p) for p in self.report_paths)}")
+            paths = [str(p) for p in self.report_paths]
+            if any(v.get("file") for v in videos):
+                paths.append(str(Path(str(self.settings.report)) / "videos"))
+            terminalreporter.write_sep("-", f"rl audit report: {', '.join(paths)}")
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -24,7 +24,7 @@ import pytest
 
 from .options import Settings
 
-__all__ = ["SKIP_REASON", "switch", "skipped_line"]
+__all__ = ["SKIP_REASON", "switch", "skipped_line", "agent_only", "AGENT_ONLY_LINE"]
 
 #: Why an audit test is skipped without --rl-audit (also how the summary finds them).
 SKIP_REASON = "RL audit test: run it with --rl-audit (or rl_audit = true in the ini file)"
@@ -50,3 +50,24 @@ def skipped_line(count: int) -> str:
     tests = "1 test" if count == 1 else f"{count} tests"
     return (f"rl audit: {tests} skipped: auditing is off; run with --rl-audit "
             "(or ini rl_audit = true)")
+
+
+#: The terminal summary's line when :func:`agent_only` held.
+AGENT_ONLY_LINE = ("rl audit: only the --rl-agent audit ran, not the ini's testpaths; name paths "
+                   "to run tests with it too (pytest tests/ --rl-agent=...)")
+
+
+def agent_only(config: pytest.Config) -> bool:
+    """Whether this run audits the ``--rl-agent`` alone: given on the command line where
+    pytest took its paths from the ini file's ``testpaths`` (no path on the command line),
+    it is the zero-config audit, not the project's whole suite (a clone of this project
+    ran its own suite instead, for minutes). Without ``testpaths``, a run from a folder
+    collects that folder as before: the zero-config audit beside plain tests, or the tests
+    that take ``rl_agent``. An xdist worker, which gets the controller's paths as its own
+    arguments, is told by the controller."""
+    if config.getoption("rl_agent") is None:
+        return False
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return bool(workerinput.get("rlaudit_agent_only"))
+    return config.args_source is pytest.Config.ArgsSource.TESTPATHS

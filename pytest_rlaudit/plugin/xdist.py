@@ -31,6 +31,12 @@ class XdistHooks:
         self.session = session
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        # a worker gets the controller's test paths as its own arguments: tell it that the
+        # user gave none (switch.agent_only)
+        node.workerinput["rlaudit_agent_only"] = self.session.agent_only
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
         scenario = self.session.scenario_of(crashitem)
         if scenario is None:

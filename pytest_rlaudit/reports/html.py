@@ -45,6 +45,7 @@ from .rows import (
     rating_cell,
     ratio_cell,
     reference_text,
+    scenario_label,
     score_text,
     short_diagnosis,
     tolerance_text,
@@ -204,7 +205,7 @@ def _pair(anchor: str, agg: dict[str, Any], records: list[Record],
                "<th>diagnosis</th></tr>")
     for j, rec in enumerate(records, 1):
         out.append(
-            f'<tr><td><a href="#{anchor}-s{j}">{_e(rec["scenario"])}</a></td>'
+            f'<tr><td><a href="#{anchor}-s{j}">{_e(scenario_label(rec))}</a></td>'
             f'<td>{_e(rec.get("category", ""))}</td>'
             f'<td class="num">{_e(episodes_cell(rec))}</td>'
             f'<td class="num">{fixed(nominal_mean(rec), 1)}</td>'
@@ -227,7 +228,7 @@ def _scenario(anchor: str, rec: Record, plt: Any, directory: Path) -> str:
                           if "passed" in rec else "")) if gated(rec) else "reported only"
     level = rec.get("confidence", 0.95)
     episodes = len(rec.get("returns") or []) or rec.get("episodes", "?")
-    out = [f'<section class="scenario" id="{anchor}"><h3>{_e(rec["scenario"])} '
+    out = [f'<section class="scenario" id="{anchor}"><h3>{_e(scenario_label(rec))} '
            f'<span class="{_e(rec["rating"])}">{_e(rec["rating"])}</span></h3>',
            f"<p>{_ratio_word(rec)} "
            f"{fixed(rec['ratio'])} ({level:.0%} CI "

@@ -23,6 +23,7 @@ from .rows import (
     ratio_cell,
     reference_text,
     runs_text,
+    scenario_label,
     short_diagnosis,
     tolerance_text,
 )
@@ -75,7 +76,7 @@ def markdown(doc: dict[str, Any]) -> str:
               "|---|---|---|---:|---:|---:|---:|---|---|---:|---|"]
     for rec in results:
         lines.append(
-            f"| {md(rec['agent'])} | {md(rec['env'])} | {md(rec['scenario'])} | "
+            f"| {md(rec['agent'])} | {md(rec['env'])} | {md(scenario_label(rec))} | "
             f"{episodes_cell(rec)} | {fixed(nominal_mean(rec), 1)} | "
             f"{md(reference_text(rec))} | "
             f"{ratio_cell(rec)} | {interval(rec['ci_low'], rec['ci_high'])} | "

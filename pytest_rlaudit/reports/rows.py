@@ -15,7 +15,8 @@ from .._format import fixed, interval, p_value
 from ..auditing.records import Record
 from ..stats.ratings import INCONCLUSIVE
 
-__all__ = ["order_key", "short_diagnosis", "gated", "rating_cell", "table_rows", "tolerance_text",
+__all__ = ["order_key", "scenario_label", "test_of", "short_diagnosis", "gated", "rating_cell",
+           "table_rows", "tolerance_text",
            "mix_fix", "mix_mark_of", "nominal_mean", "reference_text", "baseline_text", "agg_reference",
            "agg_baseline", "score_text", "episodes_cell", "ratio_cell", "runs_text"]
 
@@ -26,6 +27,44 @@ def order_key(rec: Record) -> tuple[int, str, str, str, str]:
     the record's identity: never the order in which the tests happened to run."""
     return (rec.get("order", 0), rec.get("nodeid", ""), rec.get("agent", ""), rec.get("env", ""),
             rec.get("scenario", ""))
+
+
+def scenario_label(rec: Record) -> str:
+    """The scenario's name, with the parameters whose values differ from its registered
+    defaults: a row of ``obs_noise`` with ``scale="absolute"`` is not the default suite's
+    ``obs_noise``, and says so. A scenario not in the registry (or a schedule, whose
+    description says what it does) is its name alone.
+
+    >>> scenario_label({"scenario": "obs_noise", "params": {"sigma": 0.1, "scale": "absolute"}})
+    "obs_noise(scale='absolute')"
+    >>> scenario_label({"scenario": "delay", "params": {"steps": 1}})
+    'delay'
+    """
+    from ..world.scenarios import get  # the registry: standard library and our own only
+
+    name = rec["scenario"]
+    params = rec.get("params") or {}
+    try:
+        defaults = get(name).params
+    except (KeyError, LookupError, ValueError):
+        return name
+    changed = [f"{k}={v!r}" for k, v in params.items() if k in defaults and defaults[k] != v]
+    return f"{name}({', '.join(changed)})" if changed else name
+
+
+def test_of(rec: Record) -> str:
+    """The test a record belongs to: its node id without the scenario's parameter, or,
+    for a zero-config item (``rl-audit::spike``), without the scenario.
+
+    >>> test_of({"nodeid": "t.py::test_x[delay]"}), test_of({"nodeid": "rl-audit::spike",
+    ...                                                        "scenario": "spike"})
+    ('t.py::test_x', 'rl-audit')
+    """
+    nodeid = rec.get("nodeid", "")
+    if nodeid.endswith("]"):
+        return nodeid.split("[", 1)[0]
+    scenario = f"::{rec.get('scenario', '')}"
+    return nodeid[:-len(scenario)] if nodeid.endswith(scenario) else nodeid
 
 
 def short_diagnosis(rec: Record) -> str:
@@ -161,7 +200,7 @@ def table_rows(records: Sequence[Record]) -> list[tuple[list[str], str]]:
         ["agent", "env", "scenario", "n", "nominal", "ref", "ratio", f"{level:.0%} CI", "rating",
          "p", "diagnosis"], "")]
     for rec in sorted(records, key=order_key):
-        rows.append(([rec["agent"], rec["env"], rec["scenario"], episodes_cell(rec),
+        rows.append(([rec["agent"], rec["env"], scenario_label(rec), episodes_cell(rec),
                       fixed(nominal_mean(rec), 1), reference_text(rec), ratio_cell(rec),
                       interval(rec["ci_low"], rec["ci_high"]), rating_cell(rec),
                       p_value(rec.get("p_value")), short_diagnosis(rec) or "-"], rec["rating"]))

@@ -28,6 +28,7 @@ from .rows import (
     order_key,
     rating_cell,
     table_rows,
+    test_of,
     tolerance_text,
 )
 from .summary import aggregates
@@ -57,9 +58,17 @@ def audit_section(records: Sequence[Record], *, lost: Sequence[dict[str, str]] =
         return lines
     rows = table_rows(records)
     widths = [max(len(cells[i]) for cells, _ in rows) for i in range(len(rows[0][0]) - 1)]
-    for cells, rated in rows:
+    # rows of several tests (10-episode assert_robust calls beside a 30-episode suite, one
+    # scenario audited twice): each test's rows under its name, so two rows of one
+    # scenario say why they differ
+    tests = [None, *(test_of(rec) for rec in sorted(records, key=order_key))]
+    grouped = len(set(tests[1:])) > 1
+    for i, (cells, rated) in enumerate(rows):
+        if grouped and i and tests[i] != tests[i - 1]:
+            lines.append([(f"{tests[i]}:", "")])
         text = "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
-        lines.append([(f"{text}  {cells[-1]}".rstrip(), rated or "bold")])
+        lines.append([(f"{'  ' if grouped else ''}{text}  {cells[-1]}".rstrip(),
+                       rated or "bold")])
     for rec in sorted(records, key=order_key):
         schedule = rec.get("schedule")
         if schedule and not (rec["passed"] and rec["rating"] == "PASS"):
@@ -112,11 +121,13 @@ def comparison_section(comparison: Any, baseline: dict[str, Any], path: str,
     partial = "" if baseline.get("complete", True) else " (a PARTIAL run)"
     lines: list[Line] = [[(f"baseline {path}: pytest-rlaudit {baseline.get('version', '?')}, "
                            f"{baseline.get('created', '?')}{partial}", "")]]
-    # a node id that ends in its scenario ("rl-audit::spike", "test_x[spike]") names it
-    # already: said once, a row fits a 100-column terminal
-    lines += [[(f"{ch.status.upper():9}  {ch.key}  "
-                f"{ch.describe(not ch.key.endswith((f'::{ch.scenario}', f'[{ch.scenario}]')))}",
-                ch.status)] for ch in c.changes if ch.status != "same"]
+    # one line per test, its changes indented below it: a node id and a change on one
+    # line ran past 130 characters
+    shown = [ch for ch in c.changes if ch.status != "same"]
+    for key in dict.fromkeys(ch.key for ch in shown):
+        lines.append([(key, "")])
+        lines += [[(f"  {ch.status.upper():9}  {ch.describe()}", ch.status)]
+                  for ch in shown if ch.key == key]
     same = sum(ch.status == "same" for ch in c.changes)
     if same:
         lines.append([(f"{same} of {len(c.changes)} comparisons show no significant change", "")])
@@ -127,14 +138,13 @@ def comparison_section(comparison: Any, baseline: dict[str, Any], path: str,
         lines.append([(f"in the baseline, not in this run: {', '.join(c.missing)}", "")])
     if c.power_note and c.decision != "inconclusive":  # else the decision's line says it
         lines.append([(f"note: {c.power_note}", "warn")])
-    decision, _, why = c.summary().partition(": ")
+    decision, _, why = c.summary(listed="above").partition(": ")
     style = {"ship": "improved", "hold": "error", "inconclusive": "error"}.get(
         c.decision, "worse" if c.drops or not c.changes else "")
     lines.append([(f"{decision.upper()}: {why}", style)])
     if failed and c.decision not in ("hold", "inconclusive"):
-        lines.append([(f"the run fails all the same: {failed} test(s) failed (a threshold or "
-                       f"an error; see the short test summary); {decision.upper()} judges the "
-                       "comparison with the baseline only", "error")])
+        lines.append([(f"the run fails all the same: {failed} test(s) failed; "
+                       f"{decision.upper()} is about the baseline only", "error")])
     return lines
 
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Progress", "Snapshot", "watching", "current", "expect", "describe", "duration",
-           "horizon", "DELAY", "INTERVAL"]
+           "horizon", "DELAY", "INTERVAL", "SUGGEST_SECONDS", "ESTIMATE_SHARE"]
 
 #: Seconds an audit runs before its progress shows (shorter audits show nothing).
 DELAY = 2.0
@@ -58,6 +58,10 @@ POLICY_SHARE = 0.5
 #: process can take over is worth its round trips (CartPole costs ~11 us here, MuJoCo's
 #: HalfCheetah ~70 us; see README, "Every core").
 ENV_STEP_SECONDS = 25e-6
+#: A time left is shown (and workers suggested) only once this share of the audit's agent
+#: steps has run: before, the rate is the start's (first calls, imports, a MuJoCo model
+#: compiling), and a 10 s audit read "~4 min 54 s left".
+ESTIMATE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,8 @@ class Progress:
     def snapshot(self, now: float | None = None) -> Snapshot:
         now = self.clock() if now is None else now
         left = self.remaining_steps()
+        if left is not None and self.steps < ESTIMATE_SHARE * (self.steps + left):
+            left = None  # too early to mean anything: the count alone
         seconds = None if left is None or not self._rate else left / self._rate
         return Snapshot(self.done, max(self.total, self.expected), now - self.began,
                         seconds, self.suggest_workers, self.waiting_on)

@@ -217,10 +217,12 @@ def check_robust(
 def robustness_check(agent: Any, env: EnvLike, scenario: ScenarioLike, settings: AuditSettings,
                      *, gate: Gate | None = None, max_episodes: int | None = None,
                      target_ci_width: float | None = None,
-                     cache: MutableMapping[Hashable, Any] | None = None) -> RobustnessCheck:
+                     cache: MutableMapping[Hashable, Any] | None = None,
+                     shown_as: Any = None) -> RobustnessCheck:
     """:func:`check_robust` with its settings made and its arguments checked: the engine
     measures ``scenario`` (adaptively with ``max_episodes``), then each threshold of
-    ``gate`` judges it (None: only measured)."""
+    ``gate`` judges it (None: only measured). ``shown_as``: how the failure's reproduce
+    line names the agent, where ``agent`` is already loaded (the plugin's --rl-agent)."""
     __tracebackhide__ = True
     given: Gate = gate or {"min_ratio": None, "min_rating": None, "mode": "point"}
     _checked_arguments(given["mode"], given["min_ratio"], given["min_rating"],
@@ -254,7 +256,8 @@ def robustness_check(agent: Any, env: EnvLike, scenario: ScenarioLike, settings:
                 result, failed, env_name=engine.env.name, seed=settings.seed,
                 episodes=settings.episodes, confidence=sampled.level, stopped=sampled.stopped,
                 call=_call(settings, gate, max_episodes, target_ci_width),
-                nominal=measured.nominal.mean_return, reference=float(ref))
+                nominal=measured.nominal.mean_return, reference=float(ref),
+                agent=agent if shown_as is None else shown_as)
         check = RobustnessCheck(result, not failed, message, tuple(thresholds), sampled.level,
                                 agent=engine.name, env=engine.env.name, seed=settings.seed,
                                 reference=settings.reference, gate=gate if thresholds else None,

@@ -8,6 +8,7 @@ scenario, the ratio, what was required), then each part once, on its own line.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,13 +20,13 @@ from ..world import scenarios as registry
 from ..world.calibration import definition
 from ..world.scenarios import Scenario
 
-__all__ = ["failure_message", "diagnosis_lines", "scenario_expr"]
+__all__ = ["failure_message", "diagnosis_lines", "scenario_expr", "agent_expr"]
 
 
 def failure_message(result: ScenarioResult, failed: list[tuple[Verdict, str | None]], *,
                     env_name: str, seed: int, episodes: int, confidence: float,
                     stopped: str | None, call: Mapping[str, Any], nominal: float,
-                    reference: float) -> str:
+                    reference: float, agent: Any = None) -> str:
     """A failed check's message. Its first line is what pytest's short summary and JUnit's
     failure message show, so it starts with the essence: the rating, the scenario, the
     ratio, what was required. Then each part once, on its own line: the diagnosis, the
@@ -59,9 +60,21 @@ def failure_message(result: ScenarioResult, failed: list[tuple[Verdict, str | No
     lines.append(f"  ratios of: nominal mean return {fixed(nominal, 1)}, reference "
                  f"{fixed(reference, 1)}")
     extra = "".join(f", {k}={v!r}" for k, v in call.items())
-    lines.append(f"  reproduce: assert_robust(agent, {env_name!r}, {scenario_expr(result)}"
+    lines.append(f"  reproduce: assert_robust({agent_expr(agent)}, {env_name!r}, {scenario_expr(result)}"
                  f"{extra}, episodes={episodes}, seed={seed})")
     return "\n".join(lines)
+
+
+def agent_expr(agent: Any) -> str:
+    """The agent as a reproduce line can name it: a path or ``module:attribute`` as the
+    string it was given, so that the line can be pasted; ``agent`` for an object.
+
+    >>> agent_expr("models/ppo.zip"), agent_expr(object())
+    ("'models/ppo.zip'", 'agent')
+    """
+    if isinstance(agent, os.PathLike):
+        agent = os.fspath(agent)
+    return repr(agent) if isinstance(agent, str) else "agent"
 
 
 def diagnosis_lines(d: Diagnosis, *, pattern: bool = True) -> list[str]:

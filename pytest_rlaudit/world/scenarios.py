@@ -62,6 +62,7 @@ def register(scenario: Scenario, *, replace: bool = False) -> Scenario:
     >>> _ = register(Scenario("doc_noise", "custom", ObservationNoise, {"sigma": 0.5}))
     >>> get("doc_noise").params["sigma"]
     0.5
+    >>> del _REGISTRY["doc_noise"]  # (this example's own: later tests read the registry)
     """
     if not isinstance(scenario, Scenario):
         raise TypeError(f"register() takes a Scenario, got {type(scenario).__name__}")

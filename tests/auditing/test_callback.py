@@ -181,3 +181,28 @@ def test_what_only_the_model_or_its_logger_tells_fails_before_the_first_step(
     with pytest.raises(error, match=match):
         model.learn(64, callback=RobustnessCallback(env, scenarios=scenario, audit_freq=32, episodes=2))
     assert model.num_timesteps == 0
+
+
+def test_verbose_says_why_a_scenario_is_inconclusive(tmp_path, monkeypatch, capsys):
+    """`jitter 0.21 INCONCLUSIVE` alone misleads: the line after it says why, in the words
+    audit() uses."""
+    from pytest_rlaudit import audit as real_audit
+    from pytest_rlaudit.auditing import callback as module
+
+    def swing_up(obs):  # barely better than random actions on Pendulum: INCONCLUSIVE
+        cos, sin, vel = obs[:, 0], obs[:, 1], obs[:, 2]
+        return np.clip(-(6.0 * np.arctan2(sin, cos) + 1.0 * vel), -2, 2)[:, None]
+
+    result = real_audit(swing_up, "Pendulum-v1", ["jitter"], episodes=3, reference="random")
+    assert result["jitter"].rating == "INCONCLUSIVE"
+    monkeypatch.setattr(module, "audit", lambda *args, **kwargs: result)
+    model = PPO("MlpPolicy", "Pendulum-v1", **TINY)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    cb = RobustnessCallback("Pendulum-v1", scenarios="jitter", episodes=3, verbose=1)
+    cb.init_callback(model)
+    cb.run_audit()
+    out = capsys.readouterr().out
+    assert "jitter" in out and "INCONCLUSIVE" in out
+    assert f"  {result.inconclusive}\n" in out
+    assert "the agent does not clearly beat random actions" in result.inconclusive
+    assert result.inconclusive in str(result).replace("\n", " ")

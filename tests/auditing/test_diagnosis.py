@@ -300,8 +300,9 @@ def test_pass_rated_scenarios_have_no_diagnosis(fragile_audit, controller):
 
 def test_audit_str_lists_the_diagnoses(fragile_audit):
     text = str(fragile_audit)
-    for name in ("spike", "speed_5x"):
-        assert f"{name}: {fragile_audit[name].diagnosis}" in text
+    for name in ("spike", "speed_5x"):  # each a paragraph, wrapped to the table's width
+        assert f"{name}: {fragile_audit[name].diagnosis}" in text.replace("\n", " ")
+    assert max(map(len, text.splitlines()[4:])) <= 90
     assert "delay: " not in text
 
 

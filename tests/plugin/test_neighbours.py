@@ -70,7 +70,7 @@ def test_reruns_leave_one_record_per_test_the_last_attempt(tester: pytest.Pytest
     assert result.parseoutcomes() == {"passed": 1, "failed": 2, "rerun": 4}
     text = result.stdout.str()
     # the terminal table: one row per audited test
-    rows = re.findall(r"^(robust|fragile) +CartPole-v1 +(\w+) +\d+ +[\d.]+ +0\.0 +\d\.\d{3} ", text, re.M)
+    rows = re.findall(r"^ *(robust|fragile) +CartPole-v1 +(\w+) +\d+ +[\d.]+ +0\.0 +\d\.\d{3} ", text, re.M)
     assert rows == [("robust", "delay"), ("fragile", "spike")]
     result.stdout.fnmatch_lines(["error: test_reruns.py::test_audits_once_then_breaks_before_it[[]jitter]: "
                                  "RuntimeError: this attempt ran no audit",

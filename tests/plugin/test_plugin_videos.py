@@ -65,6 +65,8 @@ def test_each_failing_scenario_gets_a_gif_of_its_worst_episode_in_the_report(
         assert gif.is_animated and gif.n_frames == video["stop"] - video["start"]
     assert sorted(p.name for p in (tester.path / "out" / "videos").iterdir()) == [
         video["file"].removeprefix("videos/")]  # one GIF, no temporary file left
+    # the report line names the folder of the GIFs too
+    result.stdout.re_match_lines([r"-+ rl audit report: out.*index\.html.*, out/videos -+"])
 
 
 UNFILMED = """
@@ -101,6 +103,10 @@ def test_what_cannot_be_filmed_is_noted_in_the_record(tester: pytest.Pytester):
     assert recs["test_unfilmed.py::test_factory[speed_5x]"]["video"] == why
     assert recs["test_unfilmed.py::test_own_assert_of_a_factory"]["video"] == why
     assert not (tester.path / "out" / "videos").exists()
+    # the terminal says why too (pygame missing is such a reason), once for both
+    lines = [line for line in result.outlines if line.startswith("rl audit: no video")]
+    assert lines == [f"rl audit: no video of 2 failing audit(s): {why['skipped']}"]
+    assert "out/videos" not in result.stdout.str()
 
 
 OWN = """

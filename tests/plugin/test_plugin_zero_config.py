@@ -155,7 +155,8 @@ def test_a_zero_config_failure_shows_the_message_without_a_traceback(tester: pyt
         "*_ rl-audit: spike _*",
         "* under spike: ratio * (95% CI *); required MILD or better",
         "  required: rating MILD or better (ratio > 0.8) in 'point' mode;*",
-        "  reproduce: assert_robust(agent, 'CartPole-v1', 'spike', *episodes=4, seed=0)",
+        # the agent as given, so that the line can be pasted
+        "  reproduce: assert_robust('agents:fragile', 'CartPole-v1', 'spike', *episodes=4, seed=0)",
     ])
     result.stdout.fnmatch_lines(["FAILED rl-audit::spike - * under spike: ratio *"])
     out = text(result)
@@ -200,3 +201,25 @@ def test_a_configuration_error_is_read_once_not_once_per_scenario(tester: pytest
                       "28.8 for a uniform random policy on the same 4 episode seeds, so a "
                       "robustness ratio would measure nothing. Agents that load but do this "
                       "badly usually miss something they were trained with:"]
+
+
+def test_rl_agent_without_paths_audits_that_agent_not_the_ini_testpaths(tester: pytest.Pytester):
+    """In a clone of a project whose ini names testpaths, `pytest --rl-audit --rl-agent=X`
+    is one audit, not the project's whole suite; a path on the command line runs its tests
+    beside it, as before."""
+    tester.makeini("[pytest]\ntestpaths = suite\n")
+    suite = tester.mkdir("suite")
+    # a test module that must not even be imported, and a failing test
+    (suite / "test_slow.py").write_text("raise SystemExit('collected')\n")
+    (suite / "test_plain.py").write_text("def test_plain():\n    assert False\n")
+    alone = tester.runpytest(*ZERO, "--rl-scenarios=delay")
+    assert alone.ret == 0, text(alone)
+    assert list(outcomes(alone)) == ["rl-audit::delay"]
+    alone.stdout.fnmatch_lines(["rl audit: only the --rl-agent audit ran, not the ini's testpaths;"
+                                " name paths to run tests with it too (pytest tests/ "
+                                "--rl-agent=...)"])
+    (suite / "test_slow.py").unlink()
+    both = tester.runpytest(*ZERO, "--rl-scenarios=delay", "suite")
+    assert both.ret == pytest.ExitCode.TESTS_FAILED
+    assert "suite/test_plain.py::test_plain" in outcomes(both)
+    assert "only the --rl-agent audit ran" not in text(both)

@@ -481,3 +481,25 @@ def test_an_inconclusive_comparison_reads_so_in_every_view(tmp_path: Path):
     last = comparison_section(comparison, {}, "b.json")[-1]
     assert last == [("INCONCLUSIVE: " + why.split(": ", 1)[1], "error")]
     assert "ship" not in md.lower() and "ship" not in page.lower()
+
+
+def test_rows_of_several_tests_are_grouped_under_each_test_and_say_their_parameters(tmp_path):
+    """The demo's table: a 10-episode assert_robust row of spike beside the 30-episode
+    suite's, and obs_noise at another noise scale than the default suite's."""
+    records = [rec("spike", 0.208, nodeid="t.py::test_unit", order=0, episodes=10),
+               rec("spike", 0.208, nodeid="t.py::test_suite[spike]", order=1),
+               rec("obs_noise", 0.303, nodeid="t.py::test_noise[obs_noise]", order=2,
+                   params={"sigma": 0.1, "scale": "absolute"})]
+    lines = ["".join(text for text, _ in line) for line in audit_section(records)]
+    heads = [line for line in lines if line.endswith(":") and line.startswith("t.py")]
+    assert heads == ["t.py::test_unit:", "t.py::test_suite:", "t.py::test_noise:"]
+    noise = next(line for line in lines if "obs_noise" in line)
+    assert noise.startswith("  PPO") and "obs_noise(scale='absolute')" in noise
+    write_report(summary(records, version="0"), tmp_path)
+    for name in ("summary.md", "index.html"):
+        assert "obs_noise(scale=&#x27;absolute&#x27;)" in (tmp_path / name).read_text() or \
+            "obs_noise(scale='absolute')" in (tmp_path / name).read_text(), name
+    # one test's rows (the zero-config audit): no group heads
+    alone = [rec("spike", 0.2, nodeid="rl-audit::spike"), rec("delay", 1.0, nodeid="rl-audit::delay")]
+    assert not any(line.endswith(":") for line in
+                   ("".join(t for t, _ in line) for line in audit_section(alone)))

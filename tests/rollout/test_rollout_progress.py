@@ -127,7 +127,7 @@ def test_a_long_audit_in_one_process_suggests_workers_where_they_help(
     progress = Progress(delay=0.0, interval=0.0, clock=clock)
     progress.planned(100, horizon=1000, parallel=parallel, copies=copies)
     progress.advance(started=100)
-    for _ in range(20):  # 100 rows a second: 1000 s to go
+    for _ in range(120):  # 100 rows a second: 880 s to go once 12% of the steps ran
         clock.now += 1.0
         progress.policy_seconds += policy_share
         progress.advance(rows=100)
@@ -142,7 +142,7 @@ def test_cheap_env_steps_are_not_worth_env_workers(monkeypatch):
     progress = Progress(delay=0.0, interval=0.0, clock=clock)
     progress.planned(100_000, horizon=500, copies=False)  # an agent kept in one process
     progress.advance(started=128)
-    for _ in range(40):  # 100,000 agent steps a second: 10 us each, policy included
+    for _ in range(60):  # 100,000 agent steps a second: 10 us each, policy included
         clock.now += 1.0
         progress.advance(rows=100_000)
     assert progress.snapshot().left > 30 and not progress.suggest_workers
@@ -182,3 +182,28 @@ def test_describe_fits_the_room_it_has():
     assert describe(shot, words="w", room=18) == "3/120, ~62:05 left"
     assert describe(shot, words="w", room=8) == "3/120"
     assert describe(shot, words="w", room=2) == ""
+
+
+def test_no_time_left_is_shown_before_a_tenth_of_the_steps_ran():
+    """A MuJoCo audit's first seconds (the model compiling, the first calls) are slow: an
+    estimate from them read "~4 min 54 s left" for a 10 s audit. Until 10% of the steps
+    have run, the line shows the count alone."""
+    clock = Clock()
+    progress = Progress(delay=0.0, interval=0.0, clock=clock)
+    progress.planned(10, horizon=1000)
+    progress.advance(started=10)
+    clock.now += 5.0
+    progress.advance(rows=10 * 50)  # 5% in 5 s: a slow start
+    assert progress.snapshot().left is None
+    assert describe(progress.snapshot(), words="w") == "0/10 episodes"
+    clock.now += 0.5
+    progress.advance(rows=10 * 60)  # 11%, now at speed
+    assert progress.snapshot().left is not None
+    assert describe(progress.snapshot(), words="w").startswith("0/10 episodes, ~")
+
+
+def test_the_docs_say_when_workers_are_suggested():
+    from pathlib import Path
+
+    page = Path(__file__).parents[2] / "docs" / "tutorials" / "pytest-tests.md"
+    assert f"{progress_module.SUGGEST_SECONDS:g} s or more" in page.read_text()

@@ -514,3 +514,16 @@ def test_a_custom_scenario_failure_names_its_wrapper(controller):
 def test_bad_target_ci_width(value):
     with pytest.raises(ValueError, match="target_ci_width must be a finite number > 0"):
         assert_robust(boom, ENV, "jitter", episodes=4, max_episodes=8, target_ci_width=value)
+
+
+def test_the_reproduce_line_names_an_agent_given_by_path(tmp_path):
+    """A failure's reproduce line can be pasted: the agent's path as given (an object
+    without one stays ``agent``: the tests above)."""
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "ppo.zip"
+    shutil.copy(Path(__file__).parents[2] / "examples" / "ppo_cartpole.zip", path)
+    with pytest.raises(RobustnessError) as info:
+        assert_robust(path, "CartPole-v1", "spike", min_ratio=0.9, episodes=3)
+    assert f"reproduce: assert_robust({str(path)!r}, 'CartPole-v1', 'spike'" in str(info.value)

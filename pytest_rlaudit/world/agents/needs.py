@@ -197,6 +197,9 @@ class EnvNeeds:
     wrappers: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     trusted: bool = field(default=True, compare=False)
     config: str | None = field(default=None, compare=False)
+    #: the envs already warned of as not the one trained on: said once per agent, not at
+    #: each apply (its spaces are made once at load, its env again for the audit)
+    noted: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name, kwargs in self.wrappers:  # fail at load time, not in the first rollout
@@ -262,8 +265,10 @@ class EnvNeeds:
         return AuditEnv(spec.name, factory, source=spec.source, needs=self, recipe=made)
 
     def _note_other_env(self, audited: str) -> None:
-        if not self.trained_on or audited == self.trained_on or audited not in gym.registry:
+        if (not self.trained_on or audited == self.trained_on or audited not in gym.registry
+                or audited in self.noted):
             return
+        self.noted.add(audited)
         same = audited.split("-v")[0] == self.trained_on.split("-v")[0]
         warnings.warn(AgentWarning(
             f"the agent was trained on {self.trained_on} and is audited on {audited}"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._optional import TORCH_CPU, TORCH_PIN
+from ..._optional import TORCH_INSTALL
 from ...errors import PolicyError
 from .archives import check_archive
 from .exported import ExportedPolicy
@@ -24,8 +24,8 @@ def _torch() -> Any:
         import torch
     except ModuleNotFoundError as exc:
         raise ImportError(
-            f"a TorchScript policy needs torch, which is not installed: pip install {TORCH_PIN} "
-            f"({TORCH_CPU})"
+            f"a TorchScript policy needs torch, which is not installed: {TORCH_INSTALL} "
+            "(torch's CPU build; from PyPI, Linux gets the CUDA build, several GB)"
         ) from exc
     return torch
 
