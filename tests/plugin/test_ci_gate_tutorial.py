@@ -120,3 +120,17 @@ def test_the_pages_code_blocks_need_no_horizontal_scroll():
     long = [line for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
             for line in block.splitlines() if len(line) > 100]
     assert long == []
+
+
+def test_every_upload_on_the_page_runs_when_the_audit_failed():
+    """An artifact step after a failed step is skipped unless it says always(): the report
+    of a failed audit, or main's baseline, would never be uploaded."""
+    yaml = pytest.importorskip("yaml")
+    blocks = [m.group(2) for m in BLOCK.finditer(PAGE.read_text(encoding="utf-8"))
+              if m.group(1) == "yaml"]
+    steps = []
+    for block in blocks:  # a whole workflow, or a list of steps
+        doc = yaml.safe_load(block)
+        steps += doc["jobs"]["audit"]["steps"] if isinstance(doc, dict) else doc
+    uploads = [step for step in steps if "upload-artifact" in step.get("uses", "")]
+    assert len(uploads) >= 3 and all("always()" in step.get("if", "") for step in uploads)
