@@ -79,7 +79,7 @@ def test_write_only_rewrites_what_changed(reference, tmp_path):
     pages = tmp_path / "reference"
     shutil.copytree(reference.REFERENCE, pages, ignore=shutil.ignore_patterns("_generated"))
     (pages / "options.md").write_text((pages / "options.md").read_text().replace(
-        "`--rl-audit`\n: ", "`--rl-audit`\n: stale "))
+        "- `--rl-audit`: ", "- `--rl-audit`: stale "))
     first = reference.write(pages, tmp_path / "generated")
     assert sorted(p.name for p in first) == ["api.md", "errors.md", "options.md"]
     assert "stale" not in (pages / "options.md").read_text()

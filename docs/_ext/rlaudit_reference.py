@@ -78,7 +78,7 @@ def options() -> str:
     """Every plugin option: its flag, ini key, value, default and help."""
     from pytest_rlaudit.plugin.options import OPTIONS, _flag
 
-    # a definition list, not a table: long flags would wrap in a narrow column
+    # a list, not a table: long flags would wrap in a narrow column
     items = []
     for o in OPTIONS:
         flag = o.flag if o.parse is _flag else f"{o.flag}={o.metavar or 'VALUE'}"
@@ -87,7 +87,8 @@ def options() -> str:
         facts = f"ini key {_code(o.dest)}; default: {default}" + (
             "; repeatable, the values add up" if o.repeat else "")
         help_ = _cell(o.help.replace("%%", "%")).replace("\\|", "|")  # argparse's escape of %
-        items.append(f"{_code(flag)}\n: {help_}\n\n  {facts}.\n")
+        # a bullet each, not a definition list: a code host shows those as plain lines
+        items.append(f"- {_code(flag)}: {help_}\n\n  {facts}.\n")
     return ("Set on the command line, or in the `[pytest]` ini section under the ini key "
             "(`rl_episodes = 50`; flags take `true` or `false`). Precedence: marker, then "
             "command line, then ini, then the default.\n\n" + "\n".join(items))
