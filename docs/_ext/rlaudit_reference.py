@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
