@@ -210,7 +210,14 @@ class AuditResult(ScenarioTable[ScenarioResult]):
     @property
     def inconclusive(self) -> str | None:
         """Why the scenarios are rated INCONCLUSIVE (the agent does not clearly beat its
-        reference: one reason for all), or None when they are rated."""
+        reference: one reason for all), or None when they are rated.
+
+        >>> import numpy as np
+        >>> from pytest_rlaudit import audit
+        >>> balance = lambda obs: (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(np.int64)
+        >>> audit(balance, "CartPole-v1", ["delay"], episodes=2).inconclusive is None
+        True
+        """
         unrated = next((r.diagnosis for r in self if r.rating == INCONCLUSIVE), None)
         return None if unrated is None else f"every scenario is {INCONCLUSIVE}: {unrated}"
 
