@@ -15,9 +15,9 @@ worker never shows it: its output is not a terminal, the controller's is.
 An audit projected to run 30 s or more (once 10% of its steps have run: see
 ``ESTIMATE_SHARE``) that spends most of it stepping envs in one process (the agent's calls
 take less than half of it, and the env work of an agent step 25 us or more: MuJoCo, not
-CartPole), on a machine with several cores, is one for
-``--rl-workers auto``: the progress line says so while it runs, and, if it did run 30 s
-or more, one line after the run's summary (also where no line was shown, as in a CI log).
+CartPole), on a machine with several cores, is one for ``--rl-workers auto``: the
+progress line says so while it runs, and, if it did run 30 s or more, one line after the
+run's summary (also where no line was shown, as in a CI log).
 
 Loading this module imports nothing heavy (the counter is standard library only).
 """
@@ -31,14 +31,7 @@ from typing import Any
 import pytest
 
 from ..rollout import progress as rollout_progress
-from ..rollout.progress import (
-    Progress,
-    Snapshot,
-    describe,
-    duration,
-    expect,
-    watching,
-)
+from ..rollout.progress import Progress, Snapshot, describe, duration, expect, watching
 from .xdist import is_worker
 
 __all__ = ["ProgressHooks", "TerminalLine", "shows_progress"]
@@ -143,11 +136,12 @@ class ProgressHooks:
                                    self.config.pluginmanager.get_plugin("capturemanager"))
         with watching(Progress(display)) as progress:
             yield
-        shot = progress.snapshot()
-        # after the run, said only of an audit that did take SUGGEST_SECONDS (the line
-        # said it of one projected to)
-        if progress.suggest_workers and shot.elapsed >= rollout_progress.SUGGEST_SECONDS:
-            if self.suggestion is None or shot.elapsed > self.suggestion.elapsed:
+        if progress.suggest_workers:
+            shot = progress.snapshot()
+            # after the run, said only of an audit that did take SUGGEST_SECONDS (the line
+            # said it of one projected to)
+            if shot.elapsed >= rollout_progress.SUGGEST_SECONDS and (
+                    self.suggestion is None or shot.elapsed > self.suggestion.elapsed):
                 self.suggestion = shot
 
     def expect(self, policy: Any, env: Any, episodes: dict[str, Any], reference: Any) -> None:
