@@ -45,6 +45,13 @@ _EXPORTS = {
     "Diagnosis": "auditing.diagnosis",
     "as_policy": "world.agents",
     "Policy": "world.agents",
+    "replay": "auditing.replays",
+    "compare_replay": "auditing.replays",
+    "ReplayResult": "auditing.replays",
+    "ReplayComparison": "auditing.replays",
+    "record": "auditing.recorder",
+    "assert_replay_close": "verdicts.replays",
+    "ReplayError": "errors",
 }
 #: The other errors and warnings live in ``pytest_rlaudit.errors``. They still resolve
 #: from the top (``from pytest_rlaudit import MisloadedAgentError``: earlier releases
@@ -62,15 +69,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from .auditing.curves import ToleranceCurve, tolerance
     from .auditing.diagnosis import Diagnosis
     from .auditing.improvement import probability_of_improvement
+    from .auditing.recorder import record
+    from .auditing.replays import ReplayComparison, ReplayResult, compare_replay, replay
     from .auditing.results import AuditResult, ScenarioResult, audit
     from .auditing.runs import RunsResult, audit_runs
-    from .errors import RLAuditError, RobustnessError
+    from .errors import ReplayError, RLAuditError, RobustnessError
     from .verdicts.assertions import assert_robust, check_robust
     from .verdicts.collapse import assert_no_policy_collapse
     from .verdicts.determinism import assert_deterministic
     from .verdicts.falsify import find_breaking_schedule
     from .verdicts.improvement import assert_more_robust
     from .verdicts.regression import assert_no_regression
+    from .verdicts.replays import assert_replay_close
     from .world.agents import Policy, as_policy
     from .world.scenarios import Scenario
     from .world.schedules import Schedule

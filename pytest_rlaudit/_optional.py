@@ -19,7 +19,8 @@ __all__ = ["require", "missing", "install_hint", "TORCH_PIN", "TORCH_CPU_INDEX",
 #: The extra that installs each optional package.
 EXTRAS = {"hypothesis": "hypothesis", "stable_baselines3": "sb3", "yaml": "sb3", "matplotlib": "plot",
           "huggingface_hub": "hub", "ray": "ray", "tqdm": "progress",
-          "onnxruntime": "onnx", "ale_py": "atari", "cv2": "atari"}
+          "onnxruntime": "onnx", "ale_py": "atari", "cv2": "atari",
+          "minari": "replay", "pyarrow": "replay", "PIL": "replay"}
 
 #: Extras, and packages named in hints, that bring torch (stable-baselines3 depends on it).
 TORCH_EXTRAS = frozenset({"sb3", "hub"})

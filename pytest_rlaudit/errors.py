@@ -33,6 +33,8 @@ __all__ = [
     "EnvContractError",
     "RepeatedError",
     "RobustnessError",
+    "DatasetError",
+    "ReplayError",
 ]
 
 
@@ -217,6 +219,24 @@ class RobustnessError(AssertionError):
     """An agent missed a robustness threshold (an ``AssertionError``: a failed test, not
     a broken one). ``result`` holds the scenario's numbers (a
     :class:`~pytest_rlaudit.auditing.results.ScenarioResult`), when there are some."""
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class DatasetError(CouldNotAuditError, ValueError):
+    """A recording that cannot be replayed: a missing or truncated file, no episodes, a
+    column or key it lacks, NaN in its observations, or observations or actions that do
+    not fit the candidate's spaces. A finding about the files, not about the agent: the
+    plugin reports it as an error, never as a failed replay. The message names the file
+    and what to do."""
+
+
+class ReplayError(RLAuditError, AssertionError):
+    """A candidate acted further from a recording than a replay test allows
+    (:func:`~pytest_rlaudit.verdicts.replays.assert_replay_close`): a failed test, with
+    the numbers in ``result`` (a :class:`~pytest_rlaudit.auditing.replays.ReplayResult`)."""
 
     def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)

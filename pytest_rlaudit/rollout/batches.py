@@ -35,6 +35,10 @@ class EpisodeBatch:
     actions: tuple[Any, ...] = ()
     #: the parameters the scenario ran with (a calibrated spread included)
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: whether the env terminated each episode (False: truncated, or cut at the cap)
+    terminated: np.ndarray | None = None
+    #: with ``record``: the observation each episode's last step returned
+    last_observations: tuple[Any, ...] = ()
 
     @staticmethod
     def concat(parts: Sequence[EpisodeBatch]) -> EpisodeBatch:
@@ -46,4 +50,8 @@ class EpisodeBatch:
                             traces=tuple(t for p in parts for t in p.traces),
                             observations=tuple(o for p in parts for o in p.observations),
                             actions=tuple(a for p in parts for a in p.actions),
-                            params=parts[0].params)
+                            params=parts[0].params,
+                            terminated=(None if any(p.terminated is None for p in parts)
+                                        else np.concatenate([p.terminated for p in parts])),
+                            last_observations=tuple(o for p in parts
+                                                    for o in p.last_observations))

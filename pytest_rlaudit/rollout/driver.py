@@ -19,6 +19,8 @@ they stepped meanwhile (with one phase, of this phase).
 
 from __future__ import annotations
 
+import copy
+
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, cast
@@ -83,6 +85,8 @@ class Driver:
         self.lengths = np.zeros(shape, dtype=np.int64)
         self.env_steps = np.zeros(shape, dtype=np.int64)
         self.capped = np.zeros(shape, dtype=bool)
+        self.terminated = np.zeros(shape, dtype=bool)
+        self.last_seen: list[list[Any]] = [[None] * shape[1] for _ in scenarios]
         self.traces: list[list[np.ndarray]] = [[np.empty(0)] * shape[1] for _ in scenarios]
         self.seen: list[list[Any]] = [[()] * shape[1] for _ in scenarios]
         self.chosen: list[list[Any]] = [[()] * shape[1] for _ in scenarios]
@@ -135,11 +139,14 @@ class Driver:
         self.lengths[s, e] = done.steps
         self.env_steps[s, e] = done.env_steps
         self.capped[s, e] = done.capped
+        self.terminated[s, e] = done.terminated
         self.traces[s][e] = done.trace
         self.state_of.pop(done.job, None)
         if self.recorded[s]:
             self.seen[s][e] = _gather(self.rows_seen.pop(done.job))
             self.chosen[s][e] = _gather(self.rows_chosen.pop(done.job))
+            # a copy: an env may return its own buffer, which the next episode's reset reuses
+            self.last_seen[s][e] = copy.deepcopy(done.last_obs)
 
     def act(self, reply: Reply) -> Any:
         """The actions for the rows of ``reply``, from ONE policy call, checked against the
@@ -183,7 +190,9 @@ class Driver:
         return {
             name: EpisodeBatch(name, seeds, self.returns[s], self.lengths[s], self.env_steps[s],
                                self.capped[s], tuple(self.traces[s]), tuple(self.seen[s]),
-                               tuple(self.chosen[s]), dict(self.scenarios[s].params))
+                               tuple(self.chosen[s]), dict(self.scenarios[s].params),
+                               self.terminated[s].copy(),
+                               tuple(self.last_seen[s]) if self.recorded[s] else ())
             for s, name in enumerate(self.names)
         }
 

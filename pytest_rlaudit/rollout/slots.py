@@ -67,6 +67,11 @@ class Finished:
     capped: bool
     #: the env's reward at every environment step, below the perturbations
     trace: np.ndarray
+    #: whether the env ended it by termination (not a truncation, not the step cap)
+    terminated: bool = False
+    #: the observation the last step returned (kept for recordings: a Minari episode
+    #: holds one observation more than its actions)
+    last_obs: Any = None
 
 
 @dataclass
@@ -306,9 +311,11 @@ class SlotGroup:
                              f"{where(self.names[s], episode, self.seed, 0)}") from None
         return run
 
-    def _finish(self, slot: _Running, capped: bool) -> Finished:
+    def _finish(self, slot: _Running, capped: bool, terminated: bool = False,
+                last_obs: Any = None) -> Finished:
         return Finished(slot.job, slot.ret, slot.steps, len(slot.counter.rewards), capped,
-                        np.asarray(slot.counter.rewards, dtype=np.float64))
+                        np.asarray(slot.counter.rewards, dtype=np.float64), terminated,
+                        last_obs)
 
     def _fail(self, slot: _Running, what: str) -> RolloutError:
         name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
@@ -352,7 +359,8 @@ class SlotGroup:
                 raise self._fail(slot, f"the env returned a non-finite reward {reward}")
             slot.ret += reward
             if terminated or truncated or slot.steps >= self.max_steps:
-                finished.append(self._finish(slot, not (terminated or truncated)))
+                finished.append(self._finish(slot, not (terminated or truncated),
+                                             bool(terminated), obs))
                 if self.queue:
                     job = self.queue.popleft()
                     self._start(slot, job)

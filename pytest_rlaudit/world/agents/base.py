@@ -12,7 +12,7 @@ from ...errors import NonFiniteOutputError
 if TYPE_CHECKING:
     from .needs import EnvNeeds
 
-__all__ = ["Policy", "CorePolicy", "BasePolicy", "check_finite"]
+__all__ = ["Policy", "CorePolicy", "BasePolicy", "check_finite", "unclipped_actions"]
 
 
 @runtime_checkable
@@ -119,6 +119,11 @@ class BasePolicy:
     #: Whether the runner's worker processes may each run a copy of it on episodes of
     #: their own (``workers=``; see :class:`Policy`); False for an agent on a GPU.
     shards_freely: bool = True
+    #: The Box actions of the last ``act`` as the network gave them, before the clip to
+    #: the action space that ``act`` applies (SB3's ``predict`` clips too); None when the
+    #: last call clipped nothing. Replay reads it (:func:`unclipped_actions`): an action
+    #: the hardware would not take is hidden by the clip.
+    unclipped: np.ndarray | None = None
 
     def bind(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
         """Learn the env's spaces before a rollout (and check they fit the agent)."""
@@ -157,3 +162,28 @@ def check_finite(out: np.ndarray, name: str) -> None:
     raise NonFiniteOutputError(
         f"{name} output {np.asarray(value).tolist()!r} for row {row} of its batch: NaN or "
         "infinite, which no action can stand for", row=row, output=value)
+
+
+def unclipped_actions(policy: Any, rows: int) -> np.ndarray | None:
+    """The unclipped actions of ``policy``'s last ``act`` on ``rows`` rows (the
+    ``unclipped`` of it or of the policy it wraps, however deep), or None when that call
+    clipped nothing; then cleared, so that a later call that clips nothing reads None.
+
+    >>> class Clipping(BasePolicy):
+    ...     def act(self, obs, states):
+    ...         self.unclipped = obs * 3.0
+    ...         return np.clip(self.unclipped, -1, 1), None
+    >>> p = Clipping()
+    >>> _ = p.act(np.array([[0.5]]), None)
+    >>> unclipped_actions(p, 1).tolist(), unclipped_actions(p, 1)
+    ([[1.5]], None)
+    """
+    found, seen = None, 0
+    while policy is not None and seen < 32:  # a wrapper chain, never a cycle in practice
+        own = getattr(policy, "__dict__", {})  # not __getattr__: wrappers delegate to it
+        if found is None and own.get("unclipped") is not None:
+            found = own["unclipped"][:rows]
+        if "unclipped" in own:
+            policy.unclipped = None
+        policy, seen = own.get("policy"), seen + 1
+    return found

@@ -117,6 +117,8 @@ class ExportedPolicy(BasePolicy):
         assert self.action_space is not None, "bind() comes before act()"
         out = self._run(np.asarray(obs, dtype=np.float32))
         check_finite(out, self.name)
+        if isinstance(self.action_space, spaces.Box) and out.ndim:
+            self.unclipped = out.reshape((out.shape[0], *self.action_space.shape))
         return actions_from_output(out, self.action_space, self.name), None
 
     #: Whether the model ran on the env's (zero) probe observation at :meth:`bind`: a

@@ -196,6 +196,7 @@ class SB3Policy(BasePolicy):
             if policy.squash_output:
                 unscaled: np.ndarray = policy.unscale_action(actions)
                 return unscaled
+            self.unclipped = actions
             clipped: np.ndarray = np.clip(actions, space.low, space.high)
             return clipped
         return actions

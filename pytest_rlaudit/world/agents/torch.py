@@ -337,6 +337,7 @@ class TorchPolicy(BasePolicy):
         if isinstance(space, spaces.Box):
             out = out.reshape((n, *space.shape))
             if self.rule in _CLIPPED:
+                self.unclipped = out
                 out = np.clip(out, space.low, space.high)
             return out
         return out
