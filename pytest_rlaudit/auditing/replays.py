@@ -39,7 +39,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import gymnasium as gym
 import numpy as np
@@ -168,8 +168,8 @@ class ReplayResult:
             f"  beyond record {pct(self.ood_recorded)}  actions outside the recorded range",
         ]
         if len(self.dimensions) > 1:
-            parts = ", ".join(f"{n} {e.value:.3g}" for n, e in zip(self.dimensions,
-                                                                   self.per_dimension))
+            parts = ", ".join(f"{n} {e.value:.3g}" for n, e in zip(self.dimensions, self.per_dimension,
+                                                                   strict=True))
             lines.append(f"  per dimension {parts}")
         for f in self.failed:
             lines.append(f"  FAILED episode {f.id} at step {f.step}: {f.error}")
@@ -197,10 +197,10 @@ class ReplayResult:
             "ood_actions": self.ood_actions.to_dict(),
             "ood_recorded": self.ood_recorded.to_dict(),
             "per_dimension": [{"name": n, **e.to_dict()}
-                              for n, e in zip(self.dimensions, self.per_dimension)],
+                              for n, e in zip(self.dimensions, self.per_dimension, strict=True)],
             "per_episode": [{"id": i, "divergence": float(d), "steps": int(n)}
                             for i, d, n in zip(self.episode_ids, self.per_episode,
-                                               self._lengths)],
+                                               self._lengths, strict=True)],
             "failed": [f._asdict() for f in self.failed],
             "worst": [{"id": w.id, "step": w.step, "distance": w.distance} for w in self.worst],
             "apart": [[n, float(z)] for n, z in self.apart],
@@ -340,7 +340,7 @@ def _recording(dataset: Any, episodes: int | Sequence[int] | None, state: str | 
                 raise InvalidArgumentError(f"episodes={episodes}: give at least 1")
             recording = recording.select(range(min(int(episodes), recording.episodes)))
         else:
-            recording = recording.select(list(episodes))
+            recording = recording.select(list(cast(Sequence[int], episodes)))
     _check_finite(recording)
     return recording
 
@@ -366,7 +366,7 @@ def _check_finite(recording: Recording) -> None:
                 "those episodes (episodes=[...]) or fix the recording")
 
 
-class _SpacesEnv(gym.Env):  # type: ignore[type-arg]
+class _SpacesEnv(gym.Env):  # type: ignore[type-arg,unused-ignore]
     """The spaces a recording was made with, where an agent loader asks for an env (an
     SB3 ``.zip`` takes its spaces from it); it cannot be stepped."""
 
@@ -414,7 +414,7 @@ def _action_space(recording: Recording, policy: Any,
         return recording.action_space
     own = _own_spaces(policy)[1]
     if own is not None:
-        return own
+        return cast("spaces.Space[Any]", own)
     actions = np.asarray(recording.actions)
     if actions.dtype.kind in "iub" and actions.reshape(len(actions), -1).shape[1] == 1:
         return spaces.Discrete(int(actions.max()) + 1)
@@ -427,17 +427,17 @@ def _candidate(candidate: Any, recording: Recording, action_space: spaces.Space[
     given_space = action_space or recording.action_space
     env = (None if given_space is None
            else (lambda: _SpacesEnv(obs_space, given_space)))
-    policy = as_policy(candidate, env=env, name=name)
-    act_space = _action_space(recording, policy, action_space)
-    _check_actions(recording, act_space)
     try:
+        policy = as_policy(candidate, env=env, name=name)
+        act_space = _action_space(recording, policy, action_space)
+        _check_actions(recording, act_space)
         policy.bind(obs_space, act_space)
     except SpacesMismatchError as exc:
         raise DatasetError(
-            f"{recording.source}: the recording does not fit the candidate {policy.name}: "
-            f"recorded observations {width(recording.observations)} in {obs_space}, "
-            f"actions in {act_space}; {exc}. Replay a recording made on the env the "
-            "candidate was trained for") from None
+            f"{recording.source}: the recording does not fit the candidate: recorded "
+            f"observations {width(recording.observations)} in {obs_space}, actions in "
+            f"{given_space or 'the space the candidate says'}; {exc} Replay a recording made "
+            "on the env the candidate was trained for") from None
     return policy
 
 
@@ -554,10 +554,13 @@ def _outside_space(actions: np.ndarray, space: spaces.Space[Any]) -> np.ndarray:
     if isinstance(space, spaces.Box):
         low, high = space.low.reshape(-1), space.high.reshape(-1)
         values = actions.astype(np.float64)
-        return ((values < low) | (values > high)).any(axis=1).astype(np.float64)
+        out = ((values < low) | (values > high)).any(axis=1).astype(np.float64)
+        return cast(np.ndarray, out)
     if isinstance(space, spaces.Discrete):
         v = actions[:, 0]
-        return ((v < space.start) | (v >= space.start + space.n)).astype(np.float64)
+        outside: np.ndarray = ((v < space.start) | (v >= space.start + space.n)).astype(
+            np.float64)
+        return outside
     return np.zeros(len(actions))
 
 
@@ -568,7 +571,8 @@ def _outside_record(actions: np.ndarray, recorded: np.ndarray,
     flat = recorded.reshape(len(recorded), -1)
     if isinstance(space, spaces.Box):
         low, high = flat.min(axis=0), flat.max(axis=0)
-        return ((actions < low) | (actions > high)).any(axis=1).astype(np.float64)
+        beyond: np.ndarray = ((actions < low) | (actions > high)).any(axis=1).astype(np.float64)
+        return beyond
     seen = {tuple(r) for r in np.unique(flat, axis=0).tolist()}
     return np.array([tuple(r) not in seen for r in actions.tolist()], dtype=np.float64)
 
@@ -576,7 +580,8 @@ def _outside_record(actions: np.ndarray, recorded: np.ndarray,
 def _flat_observations(recording: Recording) -> tuple[np.ndarray, list[str]] | None:
     obs = recording.observations
     parts = sorted(obs.items()) if isinstance(obs, dict) else [("obs", obs)]
-    arrays, names = [], []
+    arrays: list[np.ndarray] = []
+    names: list[str] = []
     for key, values in parts:
         values = np.asarray(values).reshape(len(values), -1)
         if values.shape[1] > 1024:  # images: a pixel is no sensor to name
@@ -614,7 +619,7 @@ def _chunk_rows(recording: Recording) -> int:
     obs = recording.observations
     per_row = (sum(np.asarray(v)[0].nbytes for v in obs.values()) if isinstance(obs, dict)
                else np.asarray(obs)[0].nbytes)
-    return max(256, CHUNK_BYTES // max(1, per_row))
+    return max(256, CHUNK_BYTES // max(1, int(per_row)))
 
 
 def _error(exc: BaseException) -> str:
@@ -729,6 +734,6 @@ def _joined(acted: list[np.ndarray | None], asked: list[np.ndarray | None],
             parts_a.append(fill)
             parts_r.append(fill)
         else:
-            parts_a.append(acted[e])
-            parts_r.append(asked[e])
+            parts_a.append(cast(np.ndarray, acted[e]))
+            parts_r.append(cast(np.ndarray, asked[e]))
     return np.concatenate(parts_a), np.concatenate(parts_r)

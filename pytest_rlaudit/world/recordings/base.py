@@ -114,7 +114,8 @@ class Recording:
     @property
     def lengths(self) -> np.ndarray:
         """Each episode's steps."""
-        return self.ends - self.starts
+        lengths: np.ndarray = self.ends - self.starts
+        return lengths
 
     @property
     def episode_of(self) -> np.ndarray:

@@ -37,7 +37,8 @@ def load_recording(source: RecordingLike, *, state: str | None = None,
     if (Path(where) / "meta" / "info.json").is_file():
         from .lerobot import read_lerobot
 
-        return read_lerobot(where, state=state, action=action)
+        lerobot: Recording = read_lerobot(where, state=state, action=action)
+        return lerobot
     from .minari_files import read_minari
 
     return read_minari(where)

@@ -127,7 +127,7 @@ def write_minari(recording: Recording, path: str | os.PathLike[str], *,
                                 data_format="arrow", jpeg_encoding=False)
     buffers = []
     obs, n = recording.observations, recording.episodes
-    for i, (start, end) in enumerate(zip(recording.starts, recording.ends)):
+    for i, (start, end) in enumerate(zip(recording.starts, recording.ends, strict=True)):
         steps = take(obs, slice(int(start), int(end)))
         last = (last_observations[i] if last_observations is not None
                 and last_observations[i] is not None else take(steps, slice(-1, None)))
