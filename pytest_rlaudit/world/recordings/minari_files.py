@@ -13,6 +13,7 @@ drops it, as no action was taken on it.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -122,9 +123,13 @@ def write_minari(recording: Recording, path: str | os.PathLike[str], *,
         raise DatasetError(f"{path}: holds a Minari dataset already; remove it or record into "
                            "another folder")
     data.mkdir(parents=True, exist_ok=True)
+    # images lossless: minari 0.5.4 JPEG-encodes them unless told not to (0.5.3, which
+    # Python 3.10 gets, stores raw arrays and has no such argument)
+    lossless = ({"jpeg_encoding": False}
+                if "jpeg_encoding" in inspect.signature(MinariStorage.new).parameters else {})
     storage = MinariStorage.new(data, observation_space=recording.observation_space,
                                 action_space=recording.action_space, env_spec=env_spec,
-                                data_format="arrow", jpeg_encoding=False)
+                                data_format="arrow", **lossless)
     buffers = []
     obs, n = recording.observations, recording.episodes
     for i, (start, end) in enumerate(zip(recording.starts, recording.ends, strict=True)):
