@@ -45,10 +45,11 @@ for py in "${pythons[@]}"; do
     venv="$work/python-$version"
     echo "== Python $version: venv $venv"
     "$py" -m venv "$venv"
-    # hypothesis, matplotlib, tqdm: the extras that need no torch; pyyaml reads zoo folders;
+    # hypothesis, matplotlib, tqdm, minari: the extras that need no torch (replay's minari is
+    # 0.5.3 on 3.10, 0.5.4 from 3.11 on); pyyaml reads zoo folders;
     # sybil runs the docs' examples (tests/test_docs_reference.py); the neighbour plugins of
     # tests/plugin/test_neighbours.py
-    "$venv/bin/python" -m pip install --quiet "pytest-rlaudit[hypothesis,plot,progress] @ file://$wheel" \
+    "$venv/bin/python" -m pip install --quiet "pytest-rlaudit[hypothesis,plot,progress,replay] @ file://$wheel" \
         pyyaml sybil pytest-rerunfailures pytest-randomly pytest-timeout pytest-html
     if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
         echo "Python $version: torch is installed, so this is not the stage without it"; exit 1
