@@ -16,7 +16,7 @@ time includes its own replay). Prints the medians and the replay's share of an a
 
 Run (from the repository root; about 1 minute at ``--runs 3``)::
 
-    python benchmarks/bench_replay.py --runs 3
+    python benchmarks/bench_seed_replay.py --runs 3
 """
 
 from __future__ import annotations
