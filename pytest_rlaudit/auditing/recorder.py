@@ -49,6 +49,7 @@ def record(agent: Any, env: EnvLike, path: str | os.PathLike[str], *, episodes: 
     2
     """
     check_episodes(episodes)
+    path = os.path.abspath(path)  # minari resolves a relative one twice
     policy = as_policy(agent, env=env)
     audit_env = env_for(policy, env)
     chosen = list(registry.resolve(scenarios))

@@ -21,16 +21,23 @@ from typing import cast
 import pytest
 
 from .baselines import BaselineGate
-from .fixtures import rl_agent, rl_audit, rl_env, rl_scenario  # registered as the plugin's
+from .fixtures import (  # registered as the plugin's
+    rl_agent,
+    rl_audit,
+    rl_env,
+    rl_replay,
+    rl_scenario,
+)
 from .markers import MARKERS, parametrize
 from .options import add_options
 from .progress import ProgressHooks
+from .replays import ReplayHooks
 from .reporting import check_destinations
 from .rootdir import check_path_options
 from .session import AuditSession
 from .xdist import XdistHooks, is_worker
 
-__all__ = ["rl_agent", "rl_env", "rl_scenario", "rl_audit"]
+__all__ = ["rl_agent", "rl_env", "rl_scenario", "rl_audit", "rl_replay"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,6 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
         check_destinations(session.settings)
     config.pluginmanager.register(session, "rlaudit-session")
     config.pluginmanager.register(BaselineGate(session), "rlaudit-baselines")
+    config.pluginmanager.register(ReplayHooks(session), "rlaudit-replays")
     config.pluginmanager.register(ProgressHooks(config, session.settings.progress),
                                   "rlaudit-progress")
     if config.pluginmanager.hasplugin("xdist"):

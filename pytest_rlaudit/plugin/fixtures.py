@@ -1,4 +1,5 @@
-"""The plugin's fixtures: ``rl_agent``, ``rl_env``, ``rl_scenario`` and ``rl_audit``.
+"""The plugin's fixtures: ``rl_agent``, ``rl_env``, ``rl_scenario``, ``rl_audit`` and
+``rl_replay``.
 
 Override ``rl_agent`` and ``rl_env`` in a conftest.py to audit your own agent and env.
 """
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["rl_agent", "rl_env", "rl_scenario", "rl_audit", "warn_if_overridden"]
+__all__ = ["rl_agent", "rl_env", "rl_scenario", "rl_audit", "rl_replay", "warn_if_overridden"]
 
 
 def _session(config: pytest.Config) -> Any:
@@ -63,9 +64,34 @@ def rl_audit(request: pytest.FixtureRequest, rl_scenario: Any) -> Callable[..., 
         __tracebackhide__ = True
         agent = request.getfixturevalue("rl_agent") if agent is None else agent
         env = request.getfixturevalue("rl_env") if env is None else env
-        return session.audits.run(request.node, rl_scenario, agent, env)
+        try:
+            return session.audits.run(request.node, rl_scenario, agent, env)
+        finally:  # --rl-record: the audited episodes as a dataset, failed or not
+            if session.settings.record:
+                from .replays import record_safely
+
+                record_safely(request.config, request.node, rl_scenario, lambda: agent,
+                              lambda: env)
 
     return run
+
+
+@pytest.fixture
+def rl_replay(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``rl_replay(candidate=None, dataset=None, **kwargs)``: replay the candidate open loop
+    on the recorded episodes of ``dataset`` and return the ReplayResult; recorded for the
+    reports (the last call of a test).
+
+    Defaults from the test's ``@pytest.mark.rl_replay(dataset, ...)``; the candidate then
+    defaults to rl_agent. With ``max_disagreement`` or ``max_divergence`` it is
+    ``assert_replay_close`` (a ReplayError fails the test), else ``replay``; the other
+    keyword arguments (``mode``, ``tolerance``, ``episodes``, ``state``, ``action``,
+    ``confidence``, ``name``) are theirs. A recording that cannot be read is an ERROR
+    (DatasetError), not a failure. Replay measures action agreement only, never return.
+    """
+    from .replays import replay_runner
+
+    return replay_runner(request)
 
 
 def warn_if_overridden(settings: Any, warned: set[str], fixturedef: Any, outcome: Any) -> None:

@@ -19,7 +19,7 @@ from .._format import diagnosis_sentence
 if TYPE_CHECKING:
     from ..auditing.records import Record
 
-__all__ = ["properties", "add_suite_properties"]
+__all__ = ["properties", "replay_properties", "add_suite_properties"]
 
 
 def _writer(config: pytest.Config) -> Any:
@@ -52,6 +52,23 @@ def properties(record: Record) -> list[tuple[str, object]]:
         ("rl.runs", str(record["runs"])),
         ("rl.per_run", " ".join(f"{r:.6f}" for r in record.get("per_run", []))),
     ]) + _tolerance_properties(record.get("tolerance"))
+
+
+def replay_properties(record: dict[str, Any]) -> list[tuple[str, object]]:
+    """A replay test's properties: ``rl.kind`` (replay), ``rl.divergence``,
+    ``rl.disagreement`` and ``rl.ood_actions`` with their intervals' ends
+    (``_ci_low``, ``_ci_high``), ``rl.failed`` (episodes the candidate raised on) and
+    ``rl.diagnosis``."""
+    out: list[tuple[str, object]] = [("rl.kind", "replay"),
+                                     ("rl.candidate", record["candidate"]),
+                                     ("rl.recording", record["recording"])]
+    for key in ("divergence", "disagreement", "ood_actions"):
+        est = record[key]
+        out += [(f"rl.{key}", f"{est['value']:.6f}"),
+                (f"rl.{key}_ci_low", f"{est['ci_low']:.6f}"),
+                (f"rl.{key}_ci_high", f"{est['ci_high']:.6f}")]
+    return [*out, ("rl.episodes", str(record["episodes"])),
+            ("rl.failed", str(len(record["failed"]))), ("rl.diagnosis", record["diagnosis"])]
 
 
 def _tolerance_properties(curve: dict[str, Any] | None) -> list[tuple[str, str]]:

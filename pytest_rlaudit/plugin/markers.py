@@ -17,7 +17,7 @@ import pytest
 from .options import parse_episodes, parse_mode, parse_rating, parse_ratio
 
 __all__ = ["MARKERS", "MarkerError", "threshold_marker", "episodes_marker", "scenario_marker",
-           "tolerance_marker", "parametrize"]
+           "tolerance_marker", "replay_marker", "parametrize"]
 
 MARKERS = (
     "rl_audit: an RL robustness audit test; runs only with --rl-audit.",
@@ -32,7 +32,14 @@ MARKERS = (
     "(the ratio at each value of param, default: its main parameter and ladder); fails when "
     "the curve breaks (ratio below rl_threshold's min_ratio, default 0.8) at or below the "
     "scenario's own value.",
+    "rl_replay(dataset, *, candidate=None, max_disagreement=None, max_divergence=None, "
+    "mode='point', tolerance=None, episodes=None, state=None, action=None): the defaults of "
+    "the test's rl_replay fixture: replay the candidate (default: rl_agent) open loop on the "
+    "recorded dataset; fails when a limit is exceeded (mode point, confident or not_worse).",
 )
+
+#: How a replay limit is judged (verdicts.replays.MODES, kept here as text: light).
+REPLAY_MODES = ("point", "confident", "not_worse")
 
 
 def _rl_threshold(min_ratio: float | None = None, min_rating: str | None = None,
@@ -47,6 +54,15 @@ def _rl_episodes(n: int, max_n: int | None = None,
 
 def _rl_tolerance(param: str | None = None, values: Any = None) -> dict[str, Any]:
     return {"param": param, "values": values}
+
+
+def _rl_replay(dataset: Any, *, candidate: Any = None, max_disagreement: float | None = None,
+               max_divergence: float | None = None, mode: str = "point",
+               tolerance: float | None = None, episodes: Any = None, state: str | None = None,
+               action: str | None = None) -> dict[str, Any]:
+    return {"dataset": dataset, "candidate": candidate, "max_disagreement": max_disagreement,
+            "max_divergence": max_divergence, "mode": mode, "tolerance": tolerance,
+            "episodes": episodes, "state": state, "action": action}
 
 
 class MarkerError(Exception):
@@ -144,6 +160,37 @@ def tolerance_marker(marker: pytest.Mark | None, scenario: Any = None) -> dict[s
     return values
 
 
+def replay_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
+    """The validated kwargs of an ``rl_replay`` marker (None without one)."""
+    if marker is None:
+        return None
+    values = _bind(marker, _rl_replay, "rl_replay")
+    if values["dataset"] is None:
+        raise MarkerError("@pytest.mark.rl_replay: dataset names the recording (a Minari "
+                          "folder or id, a LeRobot folder, an .npz)")
+    for key in ("max_disagreement", "max_divergence", "tolerance"):
+        value = values[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not value >= 0 or value == float("inf")):
+            raise MarkerError(f"@pytest.mark.rl_replay: {key} must be a finite number >= 0, "
+                              f"got {value!r}")
+    if values["mode"] not in REPLAY_MODES:
+        raise MarkerError(f"@pytest.mark.rl_replay: mode must be one of "
+                          f"{', '.join(REPLAY_MODES)}, got {values['mode']!r}")
+    episodes = values["episodes"]
+    if episodes is not None and (isinstance(episodes, (bool, str, bytes, float))
+                                 or (isinstance(episodes, int) and episodes < 1)
+                                 or (not isinstance(episodes, int)
+                                     and not hasattr(episodes, "__iter__"))):
+        raise MarkerError(f"@pytest.mark.rl_replay: episodes must be a count >= 1 or a list of "
+                          f"episode positions, got {episodes!r}")
+    for key in ("state", "action"):
+        if values[key] is not None and not isinstance(values[key], str):
+            raise MarkerError(f"@pytest.mark.rl_replay: {key} must be a column name (a "
+                              f"string), got {values[key]!r}")
+    return values
+
+
 def scenario_marker(marker: pytest.Mark) -> list[Any]:
     """The Scenarios an ``rl_scenario`` marker names, with its params applied to each."""
     from ..errors import InvalidArgumentError, PerturbationError, UnknownScenarioError
@@ -179,6 +226,11 @@ def parametrize(metafunc: pytest.Metafunc, enabled: bool) -> None:
         episodes = episodes_marker(definition.get_closest_marker("rl_episodes"))
         curve = definition.get_closest_marker("rl_tolerance")
         tolerance_marker(curve)
+        if replay_marker(definition.get_closest_marker("rl_replay")) is not None and (
+                "rl_replay" not in metafunc.fixturenames):
+            raise MarkerError("@pytest.mark.rl_replay sets the defaults of the rl_replay "
+                              "fixture: use it in the test (def test_x(rl_replay): "
+                              "rl_replay())")
         marker = definition.get_closest_marker("rl_scenario")
         if curve is not None:
             _check_tolerance_test(marker, threshold, episodes)

@@ -172,6 +172,21 @@ def _tolerances(text: str) -> tuple[Tolerance, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _dataset(text: str) -> tuple[str, ...]:
+    value = str(text).strip()
+    if not value:
+        raise argparse.ArgumentTypeError("must name a dataset (a folder, a Minari id or an .npz)")
+    return (value,)
+
+
+def _share(text: str) -> float:
+    try:
+        value: Any = float(text)
+    except (TypeError, ValueError):
+        value = text
+    return number("", value, low=0, error=argparse.ArgumentTypeError)
+
+
 def _flag(text: str) -> bool:
     value = str(text).strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -285,6 +300,27 @@ OPTIONS: tuple[Option, ...] = (
            "and the time left on the terminal line, once it has run about 2 s: auto (when the "
            "output is a terminal, not under -qq or -s), yes or no. Never under xdist workers.",
            "WHEN"),
+    Option("--rl-replay", _dataset, (), "replay --rl-agent open loop on the recorded episodes "
+           "of DATASET (a Minari dataset folder or local id, a LeRobot dataset folder, an "
+           ".npz): one test per dataset, failed when --rl-replay-max-disagreement or "
+           "--rl-replay-max-divergence is exceeded or the agent raises on an episode. "
+           "Measures action agreement only, never the agent's return; repeatable.",
+           "DATASET", repeat=True),
+    Option("--rl-replay-max-disagreement", _share, None, "--rl-replay's limit on the share "
+           "of steps whose action differs from the recorded one beyond the tolerance "
+           "(0.1 = 10%%).", "SHARE"),
+    Option("--rl-replay-max-divergence", _share, None, "--rl-replay's limit on the mean "
+           "per-step action distance, as a share of the action range (Discrete: the share "
+           "of steps whose action differs).", "SHARE"),
+    Option("--rl-replay-state", _text, None, "the observation column of a LeRobot "
+           "--rl-replay dataset (default observation.state).", "COLUMN"),
+    Option("--rl-replay-action", _text, None, "the action column of a LeRobot --rl-replay "
+           "dataset (default action).", "COLUMN"),
+    Option("--rl-record", _text, None, "after each audited scenario, also write its episodes "
+           "as a Minari dataset in DIR/<scenario> (the nominal episodes once, DIR/nominal), "
+           "for --rl-replay to replay later checkpoints on. The episodes are seeded (episode "
+           "i resets with --rl-seed + i), so these are exactly the audited episodes; needs "
+           "the [replay] extra.", "DIR"),
 )
 _BY_DEST = {o.dest: o for o in OPTIONS}
 
@@ -361,6 +397,12 @@ class Settings:
     compare: str | None
     compare_fail: tuple[Tolerance, ...]
     progress: str
+    replay: tuple[str, ...]
+    replay_max_disagreement: float | None
+    replay_max_divergence: float | None
+    replay_state: str | None
+    replay_action: str | None
+    record: str | None
 
     @classmethod
     def read(cls, config: pytest.Config) -> Settings:

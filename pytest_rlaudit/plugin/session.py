@@ -33,6 +33,7 @@ from .items import (
     plain_crash_line,
 )
 from .options import Settings
+from .replays import check_replay_options, replay_collector
 from .reporting import caught, fail_run, guarded
 from .rootdir import audit_nodeid
 from .runs import RunsAudit, resolve_agent
@@ -57,6 +58,9 @@ class AuditSession:
         self.config = config
         # --rl-agent, --rl-save, --rl-report, --rl-videos on the command line: auditing on
         self.settings = switch(config, Settings.read(config))
+        # --rl-replay without an agent, a dataset or --rl-record folder that is not there:
+        # a usage error now; the paths made absolute
+        self.settings = check_replay_options(config, self.settings)
         self.enabled = bool(self.settings.audit)
         runs: list[str] = []
         self.agent_note: str | None = None  # how a glob-like --rl-agent was read
@@ -69,6 +73,10 @@ class AuditSession:
         if self.enabled:  # a missing agent file: a usage error, not a failed test each
             self.audits.check_agent()
         self.records: list[Record] = []
+        # replay records (kind "replay"): never among the audit records, which the
+        # aggregates and comparisons read
+        self.replays: list[dict[str, Any]] = []
+        self.recorded: list[str] = []  # the dataset folders --rl-record wrote
         self.report_paths: list[Any] = []
         # definition order (collection order before any plugin reorders): rows follow it,
         # on any worker, under pytest-randomly's shuffles too
@@ -118,6 +126,8 @@ class AuditSession:
         if self.agent_only and items:  # a file path in testpaths is collected all the same
             session.config.hook.pytest_deselected(items=items[:])
             items.clear()
+        if self.settings.replay:  # --rl-replay: one item per dataset, asked for by name
+            items.extend(session.genitems(replay_collector(session, self.config)))
         audit_items = [item for item in items if is_rl_item(item)]
         if not self.enabled:
             skip = pytest.mark.skip(reason=SKIP_REASON)
@@ -319,14 +329,23 @@ class AuditSession:
         if self.agent_only:
             terminalreporter.write_line(AGENT_ONLY_LINE, yellow=True)
         if not (self.records or self.lost or self.errors or self.report_paths
-                or self.report_errors):
+                or self.report_errors or self.replays or self.recorded):
             return
         from ..reports.terminal import audit_section
 
         terminalreporter.section("rl audit", sep="=", bold=True)
         with guarded(self, "the rl audit section"):
-            write_lines(terminalreporter, audit_section(self.records, lost=self.lost,
-                                                        errors=self.errors))
+            if self.records or self.lost or self.errors:
+                write_lines(terminalreporter, audit_section(self.records, lost=self.lost,
+                                                            errors=self.errors))
+        with guarded(self, "the rl replay lines"):
+            from ..reports.replays import replay_lines
+
+            for line in replay_lines(self.replays):
+                terminalreporter.write_line(line)
+        if self.recorded:
+            terminalreporter.write_line(f"rl audit: recorded the audited episodes as Minari "
+                                        f"datasets: {', '.join(self.recorded)}")
         write_lines(terminalreporter, [[(f"error: {e}", "error")] for e in self.report_errors])
         videos: list[dict[str, Any]] = [v for rec in self.records if (v := rec.get("video"))]
         # why a failure has no video (pygame missing, an env that does not render): said
@@ -360,6 +379,8 @@ class AuditSession:
                 if not self.enabled:
                     extra["note"] = "audit tests were skipped: run with --rl-audit"
                 extra.update(gate.summary_extra())
+                if self.replays:
+                    extra["replays"] = self.replays
                 doc = summary(self.records, version=__version__, extra=extra)
                 self.report_paths = write_report(doc, self.settings.report)
         with guarded(self, "the JUnit suite properties", session):

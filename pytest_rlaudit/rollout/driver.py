@@ -20,7 +20,6 @@ they stepped meanwhile (with one phase, of this phase).
 from __future__ import annotations
 
 import copy
-
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, cast
