@@ -51,7 +51,6 @@ _EXPORTS = {
     "ReplayComparison": "auditing.replays",
     "record": "auditing.recorder",
     "assert_replay_close": "verdicts.replays",
-    "ReplayError": "errors",
 }
 #: The other errors and warnings live in ``pytest_rlaudit.errors``. They still resolve
 #: from the top (``from pytest_rlaudit import MisloadedAgentError``: earlier releases
@@ -73,7 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .auditing.replays import ReplayComparison, ReplayResult, compare_replay, replay
     from .auditing.results import AuditResult, ScenarioResult, audit
     from .auditing.runs import RunsResult, audit_runs
-    from .errors import ReplayError, RLAuditError, RobustnessError
+    from .errors import RLAuditError, RobustnessError
     from .verdicts.assertions import assert_robust, check_robust
     from .verdicts.collapse import assert_no_policy_collapse
     from .verdicts.determinism import assert_deterministic

@@ -573,6 +573,9 @@ def _outside_record(actions: np.ndarray, recorded: np.ndarray,
         low, high = flat.min(axis=0), flat.max(axis=0)
         beyond: np.ndarray = ((actions < low) | (actions > high)).any(axis=1).astype(np.float64)
         return beyond
+    if flat.shape[1] == 1:  # one discrete choice a step: a vectorised lookup
+        fresh: np.ndarray = ~np.isin(actions[:, 0], np.unique(flat[:, 0]))
+        return fresh.astype(np.float64)
     seen = {tuple(r) for r in np.unique(flat, axis=0).tolist()}
     return np.array([tuple(r) not in seen for r in actions.tolist()], dtype=np.float64)
 

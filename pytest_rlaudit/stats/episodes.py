@@ -14,6 +14,7 @@ interval.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -37,11 +38,15 @@ class Estimate(NamedTuple):
         return {"value": float(self.value), "ci_low": float(self.low), "ci_high": float(self.high)}
 
 
+@functools.lru_cache(maxsize=8)
 def _weights(episodes: int, seed: int) -> np.ndarray:
-    """Bootstrap counts: how often each episode is drawn in each resample."""
+    """Bootstrap counts: how often each episode is drawn in each resample (the same for
+    every measure of one replay, so made once; read only)."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, episodes]))
-    return rng.multinomial(episodes, np.full(episodes, 1.0 / episodes), size=RESAMPLES).astype(
-        np.float64)
+    weights = rng.multinomial(episodes, np.full(episodes, 1.0 / episodes),
+                              size=RESAMPLES).astype(np.float64)
+    weights.flags.writeable = False
+    return weights
 
 
 def step_mean_ci(sums: np.ndarray, steps: np.ndarray, *, confidence: float = 0.95,

@@ -8,7 +8,7 @@ Keys (``numpy.savez``):
 - ``episode_starts``: one bool per step, True at each episode's first step (SB3's name
   and meaning);
 - optional: ``rewards``, ``terminations`` and ``truncations`` (one per step), ``seeds``
-  and ``returns`` (one per episode).
+  and ``returns`` (one per episode), ``agent`` (a string: who recorded it).
 
 >>> import tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "run.npz")
@@ -66,7 +66,8 @@ def read_npz(path: str | os.PathLike[str]) -> Recording:
         rewards=arrays.get("rewards"), terminations=arrays.get("terminations"),
         truncations=arrays.get("truncations"),
         seeds=() if seeds is None else tuple(int(s) for s in seeds),
-        returns=arrays.get("returns"))
+        returns=arrays.get("returns"),
+        agent=str(arrays["agent"]) if "agent" in arrays else None)
 
 
 def write_npz(recording: Recording, path: str | os.PathLike[str]) -> None:
@@ -80,6 +81,8 @@ def write_npz(recording: Recording, path: str | os.PathLike[str]) -> None:
     for key in ("rewards", "terminations", "truncations", "returns"):
         if getattr(recording, key) is not None:
             arrays[key] = getattr(recording, key)
+    if recording.agent:
+        arrays["agent"] = np.array(recording.agent)
     if recording.seeds and all(s is not None for s in recording.seeds):
         arrays["seeds"] = np.asarray(recording.seeds, dtype=np.int64)
     np.savez(path, **arrays)
