@@ -1,6 +1,7 @@
 """Recordings written as LeRobot datasets, for tests: the two layouts replay reads
 (v2.1: one parquet file per episode; v3.0: episodes packed into one file), with the
-``meta/info.json`` LeRobot writes (its codebase_version, fps, features and data_path)."""
+``meta/info.json`` LeRobot writes (its codebase_version, fps, features and data_path) and
+its episode list (``meta/episodes.jsonl`` or ``meta/episodes/chunk-000/file-000.parquet``)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def write_lerobot(recording, folder, *, version: str = "v3.0", state: str = "obs
                "index": pa.array(np.arange(steps))}
     if recording.rewards is not None:
         columns["next.reward"] = pa.array(np.asarray(recording.rewards, np.float32))
+    if recording.terminations is not None:
+        columns["next.done"] = pa.array(np.asarray(recording.terminations, bool))
     table = pa.table(columns)
     data = folder / "data" / "chunk-000"
     data.mkdir(parents=True)
@@ -58,6 +61,6 @@ def write_lerobot(recording, folder, *, version: str = "v3.0", state: str = "obs
             "features": {state: {"dtype": str(obs.dtype), "shape": list(obs.shape[1:]),
                                  "names": None},
                          action: {"dtype": str(acts.dtype), "shape": list(acts.shape[1:]) or [1],
-                                  "names": None}}}
+                                  "names": list(recording.action_names) or None}}}
     (folder / "meta" / "info.json").write_text(json.dumps(info, indent=2))
     return folder

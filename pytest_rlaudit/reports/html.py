@@ -2,7 +2,9 @@
 
 Per agent and env: its scores, a forest plot of every scenario's ratio and interval over
 the rating bands, a table, then per scenario the paired per-episode returns, the full
-diagnosis, its tolerance curve and its video. Works offline: figures are inline SVG,
+diagnosis, its tolerance curve and its video; then the replays (``summary.json``'s
+``replays``: a row per replay, each one's diagnosis, its divergence per episode and its
+worst episode's actions; :mod:`.replay_chart`). Works offline: figures are inline SVG,
 images ``data:`` URIs, no script, and a Content-Security-Policy forbids every fetch.
 Without matplotlib the page has the tables and says how to get the plots.
 
@@ -34,6 +36,17 @@ from .chart import (
     ratio_range,
     svg_text,
     tolerance_figure,
+)
+from .replay_chart import (
+    MAX_PANELS,
+    REPLAY_COLUMNS,
+    REPLAY_NOTE,
+    actions_figure,
+    baseline_text,
+    divergence_figure,
+    limits_text,
+    replay_cells,
+    shown_dimensions,
 )
 from .rows import (
     agg_baseline,
@@ -79,6 +92,8 @@ dl.diagnosis dt { font-weight: bold; } dl.diagnosis dd { margin: 0 0 0.4em 1.5em
 .regressed { background: #f4b6b6; } .worse { background: #f8d5a8; }
 .improved { background: #c4e6c1; } .INCONCLUSIVE { background: #b3d7f0; }
 table.glance td.why { max-width: 30em; }
+.replay { border-left: 4px solid #ddd; padding-left: 1em; margin: 1.5em 0; }
+.replay figure.actions { display: block; }
 """
 
 
@@ -90,7 +105,8 @@ def html(doc: dict[str, Any], directory: str | Path) -> str:
     """The report page of the summary.json document ``doc``, whose files (videos) are
     read from ``directory``."""
     results = doc["results"]
-    plt = pyplot() if results else None
+    replays = doc.get("replays") or []
+    plt = pyplot() if results or replays else None
     groups = pairs(doc)
     body = [f"<h1>RL robustness audit</h1><p>{_e(doc.get('tool', 'pytest-rlaudit'))} "
             f"{_e(doc.get('version', ''))}, seed {_e(doc.get('seed', '-'))}: "
@@ -103,13 +119,15 @@ def html(doc: dict[str, Any], directory: str | Path) -> str:
     body += _problems(doc)
     if doc.get("comparison"):
         body.append(_comparison(doc["comparison"]))
-    if not results:
+    if not results and not replays:
         body.append("<p>No audit results.</p>")
     elif plt is None:
         body.append(f'<p class="note">{_e(PLOT_HINT)}</p>')
     xlim = ratio_range(results)
     body += [_pair(f"g{i}", agg, records, xlim, plt, Path(directory))
              for i, (agg, records) in enumerate(groups, 1)]
+    if replays:
+        body.append(_replays(replays, plt))
     bands = "".join(f".{name} {{ background: {colour}; }}\n" for name, colour in BANDS)
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
@@ -351,3 +369,80 @@ def _comparison(comparison: dict[str, Any]) -> str:
         items.append("<li>in the baseline, not in this run: "
                      f"{_e(', '.join(comparison['missing']))}</li>")
     return "\n".join(out + ([f"<ul>{''.join(items)}</ul>"] if items else []))
+
+
+def _replays(replays: list[dict[str, Any]], plt: Any) -> str:
+    """The replays: what they measure, a row per replay, then per replay its diagnosis,
+    the divergence of each episode and the worst episode's actions."""
+    head = "".join(f"<th>{_e(title)}</th>" for _, title in REPLAY_COLUMNS)
+    rows = []
+    for i, rec in enumerate(replays, 1):
+        cells = replay_cells(rec)
+        tds = []
+        for key, _ in REPLAY_COLUMNS:
+            text = _e(cells[key])
+            if key == "candidate":
+                tds.append(f'<td><a href="#r{i}">{text}</a></td>')
+            elif key == "recording":
+                tds.append(f'<td title="{_e(rec["recording"])}">{text}</td>')
+            elif key == "verdict":
+                tds.append(f'<td class="{_e(cells[key].replace(" ", "-"))}">{text}</td>')
+            elif " [" in cells[key]:  # the interval under its value: the table fits the page
+                value, ci = cells[key].split(" [", 1)
+                tds.append(f'<td class="num">{_e(value)}<br><small>[{_e(ci)}</small></td>')
+            else:
+                tds.append(f'<td class="num">{text}</td>')
+        rows.append("<tr>" + "".join(tds) + "</tr>")
+    out = ['<section id="replays"><h2>Replays: action agreement with recordings</h2>',
+           f'<p class="note">{_e(REPLAY_NOTE)}</p>']
+    if plt is None:
+        out.append(f'<p class="note">{_e(PLOT_HINT)}</p>')
+    out += [f"<table><tr>{head}</tr>{''.join(rows)}</table>",
+            *(_replay(f"r{i}", rec, plt) for i, rec in enumerate(replays, 1)), "</section>"]
+    return "\n".join(out)
+
+
+def _replay(anchor: str, rec: dict[str, Any], plt: Any) -> str:
+    """One replay: its verdict, diagnosis, failed episodes, limits, the recording's own
+    returns, and its two figures."""
+    cells = replay_cells(rec)
+    verdict = cells["verdict"]
+    out = [f'<section class="replay" id="{anchor}"><h3>{_e(rec["candidate"])} vs '
+           f'{_e(cells["recording"])} <span class="{_e(verdict.replace(" ", "-"))}">'
+           f"{_e(verdict)}</span></h3>",
+           f"<p>{_e(rec.get('format', '?'))} recording <code>{_e(rec['recording'])}</code>"
+           + (f", recorded by {_e(rec['recorded_by'])}" if rec.get("recorded_by") else "")
+           + f": {_e(cells['episodes'])}, tolerance {_e(rec.get('tolerance', '?'))}; "
+           f"test <code>{_e(rec['nodeid'])}</code></p>",
+           f"<p><strong>Diagnosis:</strong> {_e(rec.get('diagnosis') or '-')}</p>"]
+    items = [f"<li>failed episode {_e(f['id'])} at step {_e(f['step'])}: "
+             f"<code>{_e(f['error'])}</code></li>" for f in rec.get("failed") or []]
+    items += [f"<li>{_e(text)}</li>" for text in (limits_text(rec), baseline_text(rec)) if text]
+    if items:
+        out.append(f"<ul>{''.join(items)}</ul>")
+    figures = []
+    if plt is not None and rec.get("per_episode"):
+        level = rec.get("confidence", 0.95)
+        figures.append(f"<figure>{_svg(divergence_figure(plt, rec), anchor + '-divergence')}"
+                       "<figcaption>Each measured episode's divergence (its steps' mean "
+                       f"action distance); the line and band: the overall divergence and its "
+                       f"{level:.0%} interval over episodes"
+                       + (f"; {len(rec['failed'])} failed episode(s) not shown"
+                          if rec.get("failed") else "") + ".</figcaption></figure>")
+    worst = rec.get("worst_episode")
+    if plt is not None and worst and worst.get("recorded"):
+        total = len(worst["recorded"][0])
+        shown = len(shown_dimensions(worst))
+        hidden = (f" Showing the {shown} of {total} action dimensions that differ most in "
+                  f"this episode; {total - shown} hidden (at most {MAX_PANELS} panels)."
+                  if shown < total else "")
+        figures.append(f'<figure class="actions">'
+                       f"{_svg(actions_figure(plt, rec), anchor + '-actions')}"
+                       f"<figcaption>The worst episode (id {_e(worst['id'])}, the highest "
+                       "divergence): the recorded action (grey) and the candidate's (red) at "
+                       f"each step, per action dimension.{_e(hidden)}</figcaption></figure>")
+    elif plt is not None and rec.get("per_episode"):
+        figures.append('<p class="note">No worst-episode chart: the candidate took the '
+                       "recorded action at every measured step.</p>")
+    out += figures
+    return "\n".join([*out, "</section>"])

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from .._format import diagnosis_sentence, fixed, interval, p_value
+from .replay_chart import REPLAY_COLUMNS, REPLAY_NOTE, baseline_text, limits_text, replay_cells
 from .rows import (
     agg_baseline,
     episodes_cell,
@@ -68,10 +69,12 @@ def markdown(doc: dict[str, Any]) -> str:
                 for x in doc.get("lost", [])]
     problems += [f"- error: {md_code(x['nodeid'])}: {md(x['message'])}"
                  for x in doc.get("errors", [])]
+    replays = _replays_markdown(doc.get("replays") or [])
     if not results:
         note = [md(doc["note"]), ""] if doc.get("note") else []
-        return "\n".join([*lines, "No audit results.", "", *note, *problems,
-                          *([""] if problems else [])])
+        empty = [] if replays else ["No audit results.", ""]
+        return "\n".join([*lines, *empty, *note, *problems, *([""] if problems else []),
+                          *replays])
     lines += ["| agent | env | scenario | n | nominal | ref | ratio | CI | rating | p | diagnosis |",
               "|---|---|---|---:|---:|---:|---:|---|---|---:|---|"]
     for rec in results:
@@ -126,6 +129,8 @@ def markdown(doc: dict[str, Any]) -> str:
             lines.append(f"- **{md(rec['agent'])} / {md(rec['scenario'])}**{timeline}: "
                          f"{md(diagnosis_sentence(**d))}")
         lines += ["", "</details>"]
+    if replays:
+        lines += ["", *replays[:-1]]
     return "\n".join(lines) + "\n"
 
 
@@ -177,3 +182,31 @@ def _comparison_markdown(comparison: dict[str, Any]) -> list[str]:
         lines.append(f"- in the baseline, not in this run: "
                      f"{md(', '.join(comparison['missing']))}")
     return lines
+
+
+_VERDICT = {"PASS": "✅ PASS", "FAIL": "❌ FAIL", "report only": "report only"}
+
+
+def _replays_markdown(replays: list[dict[str, Any]]) -> list[str]:
+    """The replays: what they measure, a row per replay, then each one's diagnosis, failed
+    episodes, limits and the recording's own returns (labelled as the recording's); ends
+    with an empty line. [] without replays."""
+    if not replays:
+        return []
+    lines = ["### Replays: action agreement with recordings", "", md(REPLAY_NOTE), "",
+             "| " + " | ".join(title for _, title in REPLAY_COLUMNS) + " |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for rec in replays:
+        cells = replay_cells(rec)
+        cells["verdict"] = _VERDICT[cells["verdict"]]
+        lines.append("| " + " | ".join(md(cells[key]) for key, _ in REPLAY_COLUMNS) + " |")
+    lines.append("")
+    for rec in replays:
+        head = f"- **{md(rec['candidate'])}** vs {md(replay_cells(rec)['recording'])}"
+        lines.append(f"{head}: {md(rec.get('diagnosis') or '-')}")
+        lines += [f"  - failed episode {f['id']} at step {f['step']}: {md(f['error'])}"
+                  for f in rec.get("failed") or []]
+        for extra in (limits_text(rec), baseline_text(rec)):
+            if extra:
+                lines.append(f"  - {md(extra)}")
+    return [*lines, ""]

@@ -19,7 +19,6 @@ they stepped meanwhile (with one phase, of this phase).
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, cast
@@ -145,7 +144,7 @@ class Driver:
             self.seen[s][e] = _gather(self.rows_seen.pop(done.job))
             self.chosen[s][e] = _gather(self.rows_chosen.pop(done.job))
             # a copy: an env may return its own buffer, which the next episode's reset reuses
-            self.last_seen[s][e] = copy.deepcopy(done.last_obs)
+            self.last_seen[s][e] = _copied(done.last_obs)
 
     def act(self, reply: Reply) -> Any:
         """The actions for the rows of ``reply``, from ONE policy call, checked against the
@@ -369,6 +368,14 @@ def _parted(actions: Any, replies: list[Reply]) -> dict[int, Any]:
         given[id(reply)] = actions[at:at + len(reply.jobs)]
         at += len(reply.jobs)
     return given
+
+
+def _copied(obs: Any) -> Any:
+    """A copy of an observation's arrays (an array, or a dict of them); anything else as
+    it is (an adversarial attack's pending observation is never recorded as a last one)."""
+    if isinstance(obs, dict):
+        return {k: _copied(v) for k, v in obs.items()}
+    return obs.copy() if isinstance(obs, np.ndarray) else obs
 
 
 def _row(batch: Any, i: int) -> Any:
