@@ -63,24 +63,19 @@ def limits_of(max_disagreement: float | None, max_divergence: float | None,
 
 def run_replay(item: pytest.Item, candidate: Any, dataset: Any, *,
                max_disagreement: float | None = None, max_divergence: float | None = None,
-               mode: str = "point", judge: bool = False, **kwargs: Any) -> Any:
-    """Replay ``candidate`` on ``dataset`` for ``item`` and leave its replay record in the
-    item's stash; with a limit (or ``judge``: the zero-config items, which fail on an
-    episode the candidate raised on) through ``assert_replay_close``, whose
-    :class:`~pytest_rlaudit.errors.ReplayError` fails the test, its record kept."""
+               mode: str = "point", **kwargs: Any) -> Any:
+    """Replay ``candidate`` on ``dataset`` for ``item`` through ``assert_replay_close``
+    and leave its replay record in the item's stash: its
+    :class:`~pytest_rlaudit.errors.ReplayError` fails the test (its record kept) beyond a
+    limit, and, limit or not, on an episode the candidate raised on: an agent's exception
+    never passes quietly. ``passed`` is the verdict of the limits (None without one: the
+    record then says "report only", never PASS)."""
     __tracebackhide__ = True
     from ..auditing.replay_records import replay_record
     from ..errors import ReplayError
-
-    limits = limits_of(max_disagreement, max_divergence, mode)
-    if limits is None and not judge:
-        from ..auditing.replays import replay
-
-        result = replay(candidate, dataset, **kwargs)
-        item.stash[REPLAY_KEY] = replay_record(item.nodeid, result, limits=None, passed=None)
-        return result
     from ..verdicts.replays import assert_replay_close
 
+    limits = limits_of(max_disagreement, max_divergence, mode)
     try:
         result = assert_replay_close(candidate, dataset, max_disagreement=max_disagreement,
                                      max_divergence=max_divergence, mode=mode, **kwargs)
@@ -89,7 +84,8 @@ def run_replay(item: pytest.Item, candidate: Any, dataset: Any, *,
             item.stash[REPLAY_KEY] = replay_record(item.nodeid, exc.result, limits=limits,
                                                    passed=False)
         raise
-    item.stash[REPLAY_KEY] = replay_record(item.nodeid, result, limits=limits, passed=True)
+    item.stash[REPLAY_KEY] = replay_record(item.nodeid, result, limits=limits,
+                                           passed=None if limits is None else True)
     return result
 
 
@@ -147,7 +143,7 @@ class ReplayItem(pytest.Item):
         settings = plugin.settings
         run_replay(self, plugin.audits.default_agent(), self.dataset,
                    max_disagreement=settings.replay_max_disagreement,
-                   max_divergence=settings.replay_max_divergence, judge=True,
+                   max_divergence=settings.replay_max_divergence,
                    state=settings.replay_state, action=settings.replay_action)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None):

@@ -91,6 +91,32 @@ def test_a_failing_zero_config_replay_fails_the_test(tester: pytest.Pytester):
     assert "is above max_divergence" in text(result)
 
 
+def test_without_limits_a_replay_reports_only_but_an_agent_exception_fails_it(
+        tester: pytest.Pytester):
+    path = _recording(tester.path)
+    tester.makepyfile(touchy="""
+        import numpy as np
+
+        def act(obs):
+            if (obs[:, 0] < -2.0).any():  # one step of the recording has such a reading
+                raise RuntimeError("joint limit")
+            return np.zeros(len(obs), dtype=np.int64)
+    """)
+    low = np.load(path)["observations"][:, 0] < -2.0
+    touched = len(set(np.flatnonzero(low) // 20))  # episodes of 20 steps
+    assert 1 <= touched < 3
+    result = tester.runpytest("-p", "no:cacheprovider", "--rl-agent", "agents:fragile",
+                              f"--rl-replay={path}", "--rl-report", "out")
+    result.assert_outcomes(passed=1)
+    doc = json.loads((tester.path / "out" / "summary.json").read_text())
+    assert doc["replays"][0]["passed"] is None and doc["replays"][0]["limits"] is None
+    assert "report only" in (tester.path / "out" / "summary.md").read_text()
+    result = tester.runpytest("-p", "no:cacheprovider", "--rl-agent", "touchy:act",
+                              f"--rl-replay={path}")
+    result.assert_outcomes(failed=1)
+    assert f"raised on {touched} episode(s)" in text(result) and "joint limit" in text(result)
+
+
 def test_a_missing_dataset_is_a_usage_error_naming_it(tester: pytest.Pytester):
     result = tester.runpytest("-p", "no:cacheprovider", "--rl-agent", "agents:robust",
                               "--rl-replay=nowhere/rec.npz")
