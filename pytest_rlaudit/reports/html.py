@@ -110,7 +110,8 @@ def html(doc: dict[str, Any], directory: str | Path) -> str:
     groups = pairs(doc)
     body = [f"<h1>RL robustness audit</h1><p>{_e(doc.get('tool', 'pytest-rlaudit'))} "
             f"{_e(doc.get('version', ''))}, seed {_e(doc.get('seed', '-'))}: "
-            f"{len(results)} result(s), {len(groups)} agent/env pair(s).</p>",
+            f"{len(results)} result(s), {len(groups)} agent/env pair(s)"
+            + (f", {len(replays)} replay(s)" if replays else "") + ".</p>",
             _badges(doc["aggregates"]), _glance(doc["aggregates"])]
     if groups:
         body.append("<nav><ul>" + "".join(
