@@ -311,3 +311,17 @@ def test_dict_observations_are_replayed_by_key(tmp_path):
     assert wrong.divergence.value > 0
     assert wrong.apart[0][0] == "pos[1]" and wrong.apart[0][1] > 1
     assert "pos[1] high" in wrong.diagnosis
+
+
+def test_images_are_written_losslessly(tmp_path):
+    from pytest_rlaudit.world.recordings.minari_files import write_minari
+
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, size=(6, 16, 16, 3), dtype=np.uint8)  # noise: JPEG would blur it
+    rec = Recording("pixels", "npz", frames, np.zeros(6, dtype=np.int64), np.array([0, 3]),
+                    observation_space=spaces.Box(0, 255, (16, 16, 3), np.uint8),
+                    action_space=spaces.Discrete(2), agent="camera")
+    write_minari(rec, tmp_path / "pixels")
+    back = load_recording(tmp_path / "pixels")
+    np.testing.assert_array_equal(back.observations, frames)
+    assert back.agent == "camera" and back.lengths.tolist() == [3, 3]
