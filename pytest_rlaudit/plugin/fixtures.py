@@ -83,10 +83,11 @@ def rl_replay(request: pytest.FixtureRequest) -> Callable[..., Any]:
     reports (the last call of a test).
 
     Defaults from the test's ``@pytest.mark.rl_replay(dataset, ...)``; the candidate then
-    defaults to rl_agent. With ``max_disagreement`` or ``max_divergence`` it is
-    ``assert_replay_close`` (a ReplayError fails the test), else ``replay``; the other
+    defaults to rl_agent. It is ``assert_replay_close``: a ReplayError fails the test
+    beyond ``max_disagreement`` or ``max_divergence`` and, limit or not, on an episode the
+    candidate raised on (without a limit the record says "report only"); the other
     keyword arguments (``mode``, ``tolerance``, ``episodes``, ``state``, ``action``,
-    ``confidence``, ``name``) are theirs. A recording that cannot be read is an ERROR
+    ``confidence``, ``name``) are its. A recording that cannot be read is an ERROR
     (DatasetError), not a failure. Replay measures action agreement only, never return.
     """
     from .replays import replay_runner
