@@ -594,12 +594,20 @@ def _flat_observations(recording: Recording) -> tuple[np.ndarray, list[str]] | N
     return np.concatenate(arrays, axis=1), names
 
 
+#: How far (in standard deviations of all steps) the most different steps' mean must lie
+#: from all steps' mean for a dimension to be named as setting them apart: a medium effect.
+APART_Z = 0.5
+
+
 def _apart(recording: Recording, mask: np.ndarray, distance: np.ndarray,
            discrete: bool) -> tuple[tuple[str, float], ...]:
-    """The observation dimensions in which the most different steps (those that differ
+    """The observation dimensions that set the most different steps (those that differ
     for discrete actions, else the top 2%, at least 1 and at most 200, of those that
-    differ) lie furthest from all steps' mean, in standard deviations (|z| >= 1), at
-    most three."""
+    differ) apart from the rest: where their mean lies furthest from all steps' mean, in
+    standard deviations (``z``, at least :data:`APART_Z` either way), at most three. Each
+    dimension is read as it is (``obs[2]`` high) and by its magnitude (``|obs[1]|`` low:
+    near 0, where a controller's decision boundary often lies), whichever sets them
+    further apart."""
     flat = _flat_observations(recording)
     if flat is None:
         return ()
@@ -608,12 +616,19 @@ def _apart(recording: Recording, mask: np.ndarray, distance: np.ndarray,
     differing = np.flatnonzero(distance > 0)
     count = len(differing) if discrete else max(1, min(200, int(len(distance) * 0.02)))
     top = differing[np.argsort(-distance[differing], kind="stable")[:count]]
-    std = values.std(axis=0)
-    ok = std > 0
-    z = np.zeros(values.shape[1])
-    z[ok] = (values[top].mean(axis=0)[ok] - values.mean(axis=0)[ok]) / std[ok]
-    chosen = [int(i) for i in np.argsort(-np.abs(z), kind="stable")[:3] if abs(z[i]) >= 1]
-    return tuple((names[i], float(z[i])) for i in chosen)
+    scores = []
+    for read, shown in ((values, "{}"), (np.abs(values), "|{}|")):
+        std = read.std(axis=0)
+        ok = std > 0
+        z = np.zeros(read.shape[1])
+        z[ok] = (read[top].mean(axis=0)[ok] - read.mean(axis=0)[ok]) / std[ok]
+        scores.append((z, shown))
+    (raw, raw_shown), (size, size_shown) = scores
+    best = np.where(np.abs(size) > np.abs(raw), size, raw)
+    chosen = [int(i) for i in np.argsort(-np.abs(best), kind="stable")[:3]
+              if abs(best[i]) >= APART_Z]
+    return tuple(((size_shown if abs(size[i]) > abs(raw[i]) else raw_shown).format(names[i]),
+                  float(best[i])) for i in chosen)
 
 
 # ---------------------------------------------------------------- calling the candidate

@@ -16,7 +16,7 @@ from gymnasium import spaces
 from pytest_rlaudit.auditing.replay_records import replay_record
 from pytest_rlaudit.auditing.replays import replay
 from pytest_rlaudit.reports.html import PLOT_HINT, html
-from pytest_rlaudit.reports.markdown import markdown
+from pytest_rlaudit.reports.markdown import markdown, md
 from pytest_rlaudit.reports.replay_chart import (
     MAX_PANELS,
     actions_figure,
@@ -104,8 +104,8 @@ def test_write_report_renders_replays_without_audit_results(records, tmp_path):
     for key in ("divergence", "disagreement", "ood_actions", "ood_recorded"):
         assert cells[key] in drift_row
     assert drift_row.endswith("| 1 | ❌ FAIL |")
-    assert f": {passed['diagnosis']}" in text
-    diagnosis = failed["diagnosis"].replace("*", r"\*")
+    assert f": {md(passed['diagnosis'])}" in text
+    diagnosis = md(failed["diagnosis"])  # as a cell of Markdown: | and * escaped
     assert diagnosis in text and "episode" in diagnosis
     assert "failed episode 1 at step 0: ValueError: boom &lt;in episode 1>" in text
     assert "held to divergence at most 0.01, disagreement at most 5.0%" in text
