@@ -19,7 +19,7 @@ True
 ...     validate_replay({**rec, "divergence": {"value": "x"}})
 ... except RecordError as exc:
 ...     print(exc)
-(t::r) lacks a valid 'divergence' ({value, ci_low, ci_high}, finite numbers)
+(t::r) lacks a valid 'divergence' ({value, ci_low, ci_high}, finite numbers, or all null: not measured)
 """
 
 from __future__ import annotations
@@ -59,14 +59,15 @@ REPLAY_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
 
 
 def _estimate_ok(value: Any) -> bool:
+    """Finite numbers, or all three null: not measured (every episode failed, or
+    ``ood_actions`` of a candidate that clips where its actions cannot be read)."""
     if not isinstance(value, dict):
         return False
     numbers = [value.get(k) for k in ("value", "ci_low", "ci_high")]
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
-        return False
-    floats = [float(x) for x in numbers]  # type: ignore[arg-type]
-    # a replay whose every episode failed measured nothing: NaN, said so by episodes == 0
-    return all(math.isfinite(x) for x in floats) or all(math.isnan(x) for x in floats)
+    if all(x is None for x in numbers):
+        return True
+    return all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+               for x in numbers)
 
 
 def validate_replay(rec: Any) -> dict[str, Any]:
@@ -85,7 +86,7 @@ def validate_replay(rec: Any) -> dict[str, Any]:
     for key in ESTIMATES:
         if not _estimate_ok(rec[key]):
             raise RecordError(f"({nodeid}) lacks a valid {key!r} ({{value, ci_low, ci_high}}, "
-                              "finite numbers)")
+                              "finite numbers, or all null: not measured)")
     return rec
 
 

@@ -49,7 +49,7 @@ from .._seeding import POLICY_STREAM, episode_seed_sequence
 from ..errors import DatasetError, InvalidArgumentError, SpacesMismatchError
 from ..stats.episodes import Estimate, paired_step_mean_ci, step_mean_ci
 from ..world.agents import as_policy
-from ..world.agents.base import unclipped_actions
+from ..world.agents.base import clip_hidden, unclipped_actions
 from ..world.recordings import Recording, load_recording
 from ..world.recordings.base import rows, take, width
 
@@ -148,6 +148,8 @@ class ReplayResult:
     def summary(self) -> str:
         """The result as text, as :func:`print` shows it."""
         def pct(e: Estimate) -> str:
+            if math.isnan(e.value):
+                return "    n/a"
             return f"{e.value:7.1%}  [{e.low:.1%}, {e.high:.1%}]"
 
         level = f"{self.confidence:.0%}"
@@ -155,16 +157,18 @@ class ReplayResult:
             f"replay of {self.candidate} against {self.recording} ({self.format}: "
             f"{self.episodes} episode(s), {self.steps:,} steps"
             + (f", recorded by {self.recorded_by}" if self.recorded_by else "") + ")",
-            f"  divergence    {self.divergence.value:7.4f}  [{self.divergence.low:.4f}, "
-            f"{self.divergence.high:.4f}]  " + ("share of steps whose action differs"
-                                                if self.discrete else
-                                                "mean |candidate - recorded| / action range")
+            f"  divergence    {self._divergence_text()}  "
+            + ("share of steps whose action differs" if self.discrete
+               else "mean |candidate - recorded| / action range")
             + f" ({level} interval over episodes)",
             f"  disagreement  {pct(self.disagreement)}  " + (
                 "steps whose action differs" if self.discrete else
                 f"steps further apart than {self.tolerance:g}"),
             f"  out of space  {pct(self.ood_actions)}  actions outside the action space "
-            "before clipping",
+            "before clipping" + (" (not measured: the candidate clips inside SB3's predict, "
+                                 "where its unclipped actions cannot be read)"
+                                 if math.isnan(self.ood_actions.value) and self.episodes
+                                 else ""),
             f"  beyond record {pct(self.ood_recorded)}  actions outside the recorded range",
         ]
         if len(self.dimensions) > 1:
@@ -183,6 +187,12 @@ class ReplayResult:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def _divergence_text(self) -> str:
+        d = self.divergence
+        if math.isnan(d.value):  # every episode failed: nothing measured
+            return "    n/a"
+        return f"{d.value:7.4f}  [{d.low:.4f}, {d.high:.4f}]"
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON types: the fields of a ``"replay"`` record."""
@@ -489,8 +499,11 @@ def _replay(policy: Any, recording: Recording, tolerance: float,
                               confidence=confidence) for d in range(per_dim.shape[1]))
     disagree = step_mean_ci(np.add.reduceat((distance > tolerance).astype(np.float64), starts),
                             lengths, confidence=confidence)
-    ood = step_mean_ci(np.add.reduceat(_outside_space(unclipped, space), starts), lengths,
-                       confidence=confidence)
+    if isinstance(space, spaces.Box) and clip_hidden(policy):
+        ood = Estimate(math.nan, math.nan, math.nan, confidence)  # not measured: never 0
+    else:
+        ood = step_mean_ci(np.add.reduceat(_outside_space(unclipped, space), starts), lengths,
+                           confidence=confidence)
     beyond = step_mean_ci(np.add.reduceat(_outside_record(cand, recorded, space), starts),
                           lengths, confidence=confidence)
     sums = np.add.reduceat(distance, starts)

@@ -63,10 +63,10 @@ def replay_properties(record: dict[str, Any]) -> list[tuple[str, object]]:
                                      ("rl.candidate", record["candidate"]),
                                      ("rl.recording", record["recording"])]
     for key in ("divergence", "disagreement", "ood_actions"):
-        est = record[key]
-        out += [(f"rl.{key}", f"{est['value']:.6f}"),
-                (f"rl.{key}_ci_low", f"{est['ci_low']:.6f}"),
-                (f"rl.{key}_ci_high", f"{est['ci_high']:.6f}")]
+        est = record[key]  # null: not measured, an empty property
+        out += [(f"rl.{name}", "" if est[field] is None else f"{est[field]:.6f}")
+                for name, field in ((key, "value"), (f"{key}_ci_low", "ci_low"),
+                                    (f"{key}_ci_high", "ci_high"))]
     return [*out, ("rl.episodes", str(record["episodes"])),
             ("rl.failed", str(len(record["failed"]))), ("rl.diagnosis", record["diagnosis"])]
 

@@ -37,10 +37,19 @@ def replay_line(record: dict[str, Any]) -> str:
     d, g, o = record["divergence"], record["disagreement"], record["ood_actions"]
     verdict = "" if record.get("limits") is None else f" ({_VERDICT[record.get('passed')]})"
     return (f"replay  {record['candidate']} vs {_basename(record['recording'])}: divergence "
-            f"{d['value']:.3g} [{d['ci_low']:.3g}, {d['ci_high']:.3g}], disagreement "
-            f"{g['value']:.1%} [{g['ci_low']:.1%}, {g['ci_high']:.1%}], out of space "
-            f"{o['value']:.1%}, {len(record['failed'])} failed episode(s)"
+            f"{_shown(d, '.3g')}, disagreement {_shown(g, '.1%')}, out of space "
+            f"{_shown(o, '.1%', interval=False)}, {len(record['failed'])} failed episode(s)"
             + verdict.replace(" ()", ""))
+
+
+def _shown(est: dict[str, Any], spec: str, interval: bool = True) -> str:
+    """``value [low, high]`` in ``spec``; "n/a" for what was not measured (null)."""
+    if est["value"] is None:
+        return "n/a"
+    text = format(est["value"], spec)
+    if interval:
+        text += f" [{format(est['ci_low'], spec)}, {format(est['ci_high'], spec)}]"
+    return text
 
 
 def replay_lines(records: Iterable[dict[str, Any]]) -> list[str]:

@@ -15,6 +15,7 @@ interval.
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -33,9 +34,14 @@ class Estimate(NamedTuple):
     high: float
     confidence: float = 0.95
 
-    def to_dict(self) -> dict[str, float]:
-        """``{value, ci_low, ci_high}`` as plain floats."""
-        return {"value": float(self.value), "ci_low": float(self.low), "ci_high": float(self.high)}
+    def to_dict(self) -> dict[str, float | None]:
+        """``{value, ci_low, ci_high}`` as plain floats; None for what was not measured
+        (NaN: strict JSON has no NaN)."""
+        def plain(x: float) -> float | None:
+            return None if math.isnan(x) else float(x)
+
+        return {"value": plain(self.value), "ci_low": plain(self.low),
+                "ci_high": plain(self.high)}
 
 
 @functools.lru_cache(maxsize=8)

@@ -325,3 +325,40 @@ def test_images_are_written_losslessly(tmp_path):
     back = load_recording(tmp_path / "pixels")
     np.testing.assert_array_equal(back.observations, frames)
     assert back.agent == "camera" and back.lengths.tolist() == [3, 3]
+
+
+def test_ood_actions_is_not_measured_where_sb3_predict_clips_unseen(tmp_path):
+    """A recurrent SB3 policy answers through predict, which clips inside: its actions
+    before the clip cannot be read, so out-of-space is reported as not measured (never 0),
+    as null in the record."""
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    from pytest_rlaudit.auditing.replay_records import replay_record
+
+    model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", "Pendulum-v1", seed=0, device="cpu",
+                                     policy_kwargs={"net_arch": [8], "lstm_hidden_size": 8})
+    zip_path = tmp_path / "lstm.zip"
+    model.save(zip_path)
+    path = record(str(zip_path), "Pendulum-v1", tmp_path / "rec", episodes=2)
+    result = replay(str(zip_path), path)
+    assert result.divergence.value == 0.0
+    assert np.isnan(result.ood_actions.value)
+    assert "n/a" in result.summary() and "not measured" in result.summary()
+    rec = replay_record("t::r", result, limits=None, passed=None)
+    assert rec["ood_actions"] == {"value": None, "ci_low": None, "ci_high": None}
+    from pytest_rlaudit.reports.replays import replay_line
+
+    assert "out of space n/a" in replay_line(rec)
+
+
+def test_a_sampling_candidates_unclipped_actions_are_kept_row_by_row(tmp_path):
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3 import PPO as SB3PPO
+
+    from pytest_rlaudit import as_policy
+
+    model = SB3PPO("MlpPolicy", "Pendulum-v1", seed=0, device="cpu",
+                   policy_kwargs={"net_arch": [8], "log_std_init": 1.0})
+    path = record(model, "Pendulum-v1", tmp_path / "rec", episodes=2)
+    result = replay(as_policy(model, deterministic=False), path)
+    # sampled with a wide std, some actions fall outside [-2, 2] before the clip
+    assert 0 < result.ood_actions.value < 1 and result.steps == 400

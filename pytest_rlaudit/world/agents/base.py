@@ -12,7 +12,8 @@ from ...errors import NonFiniteOutputError
 if TYPE_CHECKING:
     from .needs import EnvNeeds
 
-__all__ = ["Policy", "CorePolicy", "BasePolicy", "check_finite", "unclipped_actions"]
+__all__ = ["Policy", "CorePolicy", "BasePolicy", "check_finite", "unclipped_actions",
+           "clip_hidden"]
 
 
 @runtime_checkable
@@ -187,3 +188,19 @@ def unclipped_actions(policy: Any, rows: int) -> np.ndarray | None:
             policy.unclipped = None
         policy, seen = own.get("policy"), seen + 1
     return found
+
+
+def clip_hidden(policy: Any) -> bool:
+    """Whether ``policy`` (or a policy it wraps) clips its Box actions where the unclipped
+    ones cannot be read (its ``clip_hidden``: SB3's own ``predict`` of a recurrent policy).
+
+    >>> clip_hidden(BasePolicy())
+    False
+    """
+    seen = 0
+    while policy is not None and seen < 32:
+        own = getattr(policy, "__dict__", {})
+        if own.get("clip_hidden"):
+            return True
+        policy, seen = own.get("policy"), seen + 1
+    return False

@@ -87,6 +87,13 @@ class SB3Policy(BasePolicy):
         self._sac = self._fast and plain_sac(self.sb3_policy)
         self._mode = plain_mode(self.sb3_policy) if self._fast else None
         self._q = self._fast and plain_q(self.sb3_policy)
+        self._raw: np.ndarray | None = None  # the last actions() call's, before the clip
+        space = self.sb3_policy.action_space
+        #: Whether act's Box actions are clipped inside SB3's own ``predict`` (a recurrent
+        #: policy, one with a ``predict`` of its own), where the unclipped ones cannot be
+        #: read: replay then reports ``ood_actions`` as not measured, never as 0.
+        self.clip_hidden = (isinstance(space, spaces.Box) and not self.sb3_policy.squash_output
+                            and not self._fast)
         self._forget_mode()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -138,7 +145,9 @@ class SB3Policy(BasePolicy):
                 return self._act_recurrent(obs, states)
             if not self.deterministic:
                 return self._act_stochastic(obs, states)
-            return self.actions(_pad_rows(obs, MIN_TORCH_ROWS), deterministic=True)[:n], None
+            actions = self.actions(_pad_rows(obs, MIN_TORCH_ROWS), deterministic=True)[:n]
+            self.unclipped = None if self._raw is None else self._raw[:n]
+            return actions, None
 
     def actions(self, obs: Any, deterministic: bool = True) -> np.ndarray:
         """The actions ``sb3_policy.predict(obs, deterministic=deterministic)`` returns for
@@ -162,6 +171,7 @@ class SB3Policy(BasePolicy):
         True
         """
         policy = self.sb3_policy
+        self._raw = None
         if not self._fast:
             predicted: np.ndarray = policy.predict(obs, deterministic=deterministic)[0]
             return predicted
@@ -196,7 +206,7 @@ class SB3Policy(BasePolicy):
             if policy.squash_output:
                 unscaled: np.ndarray = policy.unscale_action(actions)
                 return unscaled
-            self.unclipped = actions
+            self._raw = actions
             clipped: np.ndarray = np.clip(actions, space.low, space.high)
             return clipped
         return actions
@@ -220,7 +230,8 @@ class SB3Policy(BasePolicy):
         import torch
 
         assert states is not None
-        rows = []
+        rows: list[np.ndarray] = []
+        raws: list[np.ndarray] = []  # each sampled row's action before the clip
         epsilon = self.epsilon
         # On the CPU a row's sample draws from the CPU generator alone: seeding only it gives
         # torch.manual_seed's bits at 1/100 of the cost (manual_seed also seeds every other
@@ -237,6 +248,8 @@ class SB3Policy(BasePolicy):
                 seed(torch_seed)
                 action = self.actions(row(obs, i), deterministic=False)
             rows.append(action[0])
+            raws.append(action[0] if self._raw is None else self._raw[0])
+        self.unclipped = np.stack(raws) if raws and self._raw is not None else None
         return np.stack(rows), states
 
     def _act_recurrent(self, obs: np.ndarray,
