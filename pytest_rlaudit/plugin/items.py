@@ -44,6 +44,17 @@ def could_not_audit(exc: BaseException) -> bool:
     return isinstance(exc, CouldNotAuditError) or bool(getattr(exc, "could_not_audit", False))
 
 
+def message_only(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    """The failure of one of our errors as its message alone, or None for any other.
+    Our errors say what went wrong and what to do; a traceback would bury that (the
+    "value" style; its crash line: see :func:`plain_crash_line`)."""
+    from ..errors import RLAuditError, RobustnessError
+
+    if isinstance(excinfo.value, (RobustnessError, RLAuditError)):
+        return excinfo.getrepr(style="value")
+    return None
+
+
 def plain_crash_line(report: pytest.TestReport, exc: BaseException) -> None:
     """Give ``report``'s crash line (pytest's short summary, JUnit's failure message) the
     message alone, without the exception's class path
@@ -66,13 +77,7 @@ class ScenarioItem(pytest.Item):
         plugin.audits.run(self, self.scenario)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None):
-        from ..errors import RLAuditError, RobustnessError
-
-        # Our errors say what went wrong and what to do; a traceback would bury that. The
-        # "value" style shows the message alone (its crash line: see plain_crash_line).
-        if isinstance(excinfo.value, (RobustnessError, RLAuditError)):
-            return excinfo.getrepr(style="value")
-        return super().repr_failure(excinfo, style=style)
+        return message_only(excinfo) or super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, None, str]:
         # where its node id says it is (pytest makes a relative path absolute from the

@@ -147,12 +147,9 @@ class ReplayItem(pytest.Item):
                    state=settings.replay_state, action=settings.replay_action)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None):
-        from ..errors import RLAuditError
+        from .items import message_only
 
-        # our errors say what went wrong and what to do: the message alone
-        if isinstance(excinfo.value, RLAuditError):
-            return excinfo.getrepr(style="value")
-        return super().repr_failure(excinfo, style=style)
+        return message_only(excinfo) or super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, None, str]:
         return (self.config.rootpath / self.nodeid.split("::")[0], None,

@@ -132,16 +132,21 @@ def test_an_onnx_export_replays_the_zips_recording_bit_for_bit(cartpole, tmp_pat
     assert result.divergence.value == 0.0 and result.steps == 2000
 
 
-def test_a_recurrent_policy_replays_its_recording_bit_for_bit(tmp_path):
+def _recurrent_zip(env_id: str, tmp_path: Path) -> str:
+    """An untrained RecurrentPPO (a small LSTM) for ``env_id``, saved as a zip."""
     sb3_contrib = pytest.importorskip("sb3_contrib")
-    model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", "CartPole-v1", seed=0, device="cpu",
+    model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", env_id, seed=0, device="cpu",
                                      policy_kwargs={"net_arch": [8], "lstm_hidden_size": 8})
-    zip_path = tmp_path / "lstm.zip"
-    model.save(zip_path)
-    path = record(str(zip_path), "CartPole-v1", tmp_path / "rec", episodes=3)
-    result = replay(str(zip_path), path)
+    model.save(tmp_path / "lstm.zip")
+    return str(tmp_path / "lstm.zip")
+
+
+def test_a_recurrent_policy_replays_its_recording_bit_for_bit(tmp_path):
+    zip_path = _recurrent_zip("CartPole-v1", tmp_path)
+    path = record(zip_path, "CartPole-v1", tmp_path / "rec", episodes=3)
+    result = replay(zip_path, path)
     assert result.episodes == 3 and result.divergence.value == 0.0
-    # the state matters: a stateless reading of the same net acts otherwise somewhere
+    # episodes of more than one step: the state was carried, not only made at the start
     assert load_recording(path).lengths.min() > 1
 
 
@@ -331,15 +336,11 @@ def test_ood_actions_is_not_measured_where_sb3_predict_clips_unseen(tmp_path):
     """A recurrent SB3 policy answers through predict, which clips inside: its actions
     before the clip cannot be read, so out-of-space is reported as not measured (never 0),
     as null in the record."""
-    sb3_contrib = pytest.importorskip("sb3_contrib")
     from pytest_rlaudit.auditing.replay_records import replay_record
 
-    model = sb3_contrib.RecurrentPPO("MlpLstmPolicy", "Pendulum-v1", seed=0, device="cpu",
-                                     policy_kwargs={"net_arch": [8], "lstm_hidden_size": 8})
-    zip_path = tmp_path / "lstm.zip"
-    model.save(zip_path)
-    path = record(str(zip_path), "Pendulum-v1", tmp_path / "rec", episodes=2)
-    result = replay(str(zip_path), path)
+    zip_path = _recurrent_zip("Pendulum-v1", tmp_path)
+    path = record(zip_path, "Pendulum-v1", tmp_path / "rec", episodes=2)
+    result = replay(zip_path, path)
     assert result.divergence.value == 0.0
     assert np.isnan(result.ood_actions.value)
     assert "n/a" in result.summary() and "not measured" in result.summary()
