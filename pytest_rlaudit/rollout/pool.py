@@ -32,6 +32,7 @@ from ..world.envs import AuditEnv
 from ..world.reuse import EXACT, reset_verdict
 from ..world.scenarios import Scenario
 from . import progress
+from .batch_pool import batch_for, run_batch
 from .batches import EpisodeBatch
 from .deadline import Expired
 from .driver import drive, placer
@@ -93,13 +94,18 @@ def run_pool(
                          minimum=1)
     integer("max_steps", max_steps, minimum=1)
     n_eps = len(indices)
-    if workers > 1 and n_eps * len(scenarios) > 1 and policy.shards_freely:
+    given = env.batch is not None and env.batch.given is not None
+    if workers > 1 and n_eps * len(scenarios) > 1 and policy.shards_freely and not given:
         # Each process runs whole episodes with its own copy of the agent (inherited by
         # fork), as Ray's actors do: no per-step messages, and the policy calls are spread too.
         return _run_shards(policy, env, scenarios, indices, workers, seed=seed,
                            batch_size=batch_size, max_steps=max_steps, record=record)
 
     jobs: deque[Job] = deque((s, e) for s in range(len(scenarios)) for e in range(n_eps))
+    kind = batch_for(env, scenarios, rows=min(batch_size, len(jobs)))
+    if kind is not None:  # one lock-step batch steps every env in one call: no workers
+        return run_batch(policy, env, kind, scenarios, indices, seed=seed, max_steps=max_steps,
+                         record=record)
     count = max(1, min(workers, len(jobs)))
     sizes = _layout(max(batch_size, count), count, len(jobs))
     verdict = reset_verdict(env)

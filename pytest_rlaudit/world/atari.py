@@ -75,6 +75,12 @@ def register_ale(env_id: str, *, if_installed: bool = False) -> None:
             f"{install_hint('atari')} (ale-py with its game ROMs, and OpenCV for SB3's "
             "AtariWrapper)") from exc
     gym.register_envs(ale_py)  # a no-op that keeps the import: it registered on import
+    registration = getattr(ale_py, "registration", None)
+    if "ALE/Pong-v5" not in gym.registry and registration is not None:
+        # imported before, and its ids dropped since (a registry restored to an earlier
+        # state): the import registers nothing again, so register them again here
+        for register in ("register_v0_v4_envs", "register_v5_envs"):
+            getattr(registration, register, lambda: None)()
     logger = getattr(ale_py, "LoggerMode", None)
     if logger is not None:  # its banner on every first env made: warnings and errors only
         ale_py.ALEInterface.setLoggerMode(logger.Warning)

@@ -16,6 +16,7 @@ zero-argument factory returning a new ``gymnasium.Env`` on each call.
 from __future__ import annotations
 
 import difflib
+from functools import partial
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -26,11 +27,12 @@ from gymnasium.envs.registration import EnvSpec, parse_env_id
 from .._imports import import_module
 from ..errors import RLAuditError, RolloutError, UnknownEnvError
 from .atari import register_ale
+from .batches.kinds import BatchSource, RowView, given_batch, vector_entry
 from .mujoco_log import mujoco_warnings
 
 __all__ = ["EnvLike", "AuditEnv", "env_spec"]
 
-EnvLike = Union[str, EnvSpec, Callable[[], gym.Env], "AuditEnv"]
+EnvLike = Union[str, EnvSpec, Callable[[], gym.Env], "AuditEnv", gym.vector.VectorEnv, Any]
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,9 @@ class AuditEnv:
     (an id, its keyword arguments, the agent's wrappers), None where only the factory
     itself says that. Each call of :func:`env_spec` makes a new factory, so facts learnt
     about an env once (:func:`~pytest_rlaudit.world.reuse.reset_verdict`) are kept by
-    recipe.
+    recipe. ``batch``: where the same episodes can run as one lock-step batch (a vector
+    env, a batched simulator; :class:`~pytest_rlaudit.world.batches.kinds.BatchSource`),
+    or None.
     """
 
     name: str
@@ -52,6 +56,7 @@ class AuditEnv:
     source: str | EnvSpec | None = None
     needs: Any = None
     recipe: Hashable | None = None
+    batch: BatchSource | None = None
 
     def make(self) -> gym.Env:
         """A new env from the factory; an exception of the factory is a
@@ -200,9 +205,11 @@ def _id_env(env: str, kwargs: dict[str, Any]) -> AuditEnv:
             raise _unregistered_version(env_id, versions)
         raise _unknown_id(env_id, module or None)
     _checked(env, env_id, kwargs)
+    rows = None if kwargs else vector_entry(env_id)
     # the entry point too: an id registered again in this process is another env
     return AuditEnv(env, lambda: gym.make(env_id, **kwargs), source=env,
-                    recipe=recipe(env, kwargs, gym.spec(env_id).entry_point))
+                    recipe=recipe(env, kwargs, gym.spec(env_id).entry_point),
+                    batch=None if rows is None else BatchSource(partial(rows, env_id)))
 
 
 def recipe(*parts: Any) -> Hashable | None:
@@ -247,6 +254,9 @@ def env_spec(env: EnvLike, **kwargs: Any) -> AuditEnv:
         return AuditEnv(spec.id, lambda: gym.make(spec, **kwargs), source=spec)
     if isinstance(env, str):
         return _id_env(env, kwargs)
+    given = given_batch(env)
+    if given is not None:  # a vector env or a batched simulator: one lock-step batch
+        return AuditEnv(given.label, lambda: RowView(given), batch=BatchSource(given=given))
     if isinstance(env, gym.Env):
         raise TypeError(
             f"env is an env instance ({env!r}); pass its id or a zero-argument factory instead "
@@ -256,6 +266,6 @@ def env_spec(env: EnvLike, **kwargs: Any) -> AuditEnv:
         name = getattr(env, "__qualname__", None) or type(env).__name__
         return AuditEnv(name, env)
     raise TypeError(
-        f"env must be a Gymnasium id, an EnvSpec or a zero-argument factory, got "
-        f"{type(env).__name__}"
+        f"env must be a Gymnasium id, an EnvSpec, a zero-argument factory, a gymnasium "
+        f"VectorEnv or a BatchedEnv, got {type(env).__name__}"
     )

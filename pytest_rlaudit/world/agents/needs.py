@@ -262,7 +262,21 @@ class EnvNeeds:
                    else spec.factory)
         made = None if spec.recipe is None else recipe(
             spec.recipe, *(part for wrapper in self.wrappers for part in wrapper))
-        return AuditEnv(spec.name, factory, source=spec.source, needs=self, recipe=made)
+        # the agent's wrappers and keyword arguments go round one env: no batch takes them
+        batch = spec.batch if not self.wrappers and not self.env_kwargs else None
+        if batch is None and spec.batch is not None and spec.batch.given is not None:
+            raise PolicyError(
+                f"the agent needs its env made with {self._described()}, which cannot be "
+                f"applied to {spec.batch.given.label}: build them into the envs it steps, or "
+                "pass the env's id or a factory of one env")
+        return AuditEnv(spec.name, factory, source=spec.source, needs=self, recipe=made,
+                        batch=batch)
+
+    def _described(self) -> str:
+        """The keyword arguments and wrappers this agent's env needs, in words."""
+        parts = [f"env_kwargs {dict(self.env_kwargs)}"] if self.env_kwargs else []
+        parts += [f"the wrapper {name}" for name, _ in self.wrappers]
+        return " and ".join(parts)
 
     def _note_other_env(self, audited: str) -> None:
         if (not self.trained_on or audited == self.trained_on or audited not in gym.registry

@@ -30,6 +30,7 @@ class ActionNoise(Perturbation, gym.ActionWrapper):
 
     PARAMS = ranges(sigma=Param("number"))  # on Discrete actions a probability too: at wrap
     NOOP = ({"sigma": 0},)
+    LOCKSTEP = True
 
     def __init__(self, env: gym.Env, sigma: float = 0.1) -> None:
         self.sigma = _check_action_noise(env.action_space, sigma, "ActionNoise")
@@ -38,6 +39,9 @@ class ActionNoise(Perturbation, gym.ActionWrapper):
 
     def action(self, action: Any) -> Any:
         return _noisy_action(self.env.action_space, action, self.sigma, self.rng)
+
+    def decide(self, action: Any) -> tuple[Any, int]:  # gymnasium's ActionWrapper.step
+        return self.action(action), 1
 
 
 class StickyAction(Perturbation, _GymStickyAction):
@@ -83,6 +87,10 @@ class StickyAction(Perturbation, _GymStickyAction):
                                   repeat_action_duration=duration)
         self.p = p
         self.frames = frames  # the per-frame wrapper on an ALE env, else None
+        self.LOCKSTEP = frames is None  # frame by frame under a frame skip: not per agent step
+
+    def decide(self, action: Any) -> tuple[Any, int]:  # gymnasium's ActionWrapper.step
+        return self.action(action), 1
 
     def action(self, action: Any) -> Any:
         if self.frames is not None:
@@ -113,6 +121,7 @@ class ActionDelay(Perturbation, gym.ActionWrapper):
 
     PARAMS = ranges(steps=Param("integer", low=0))
     NOOP = ({"steps": 0},)
+    LOCKSTEP = True
 
     def __init__(self, env: gym.Env, steps: int = 1, noop: Any = None) -> None:
         self.steps = self._argument("steps", steps)
@@ -135,6 +144,9 @@ class ActionDelay(Perturbation, gym.ActionWrapper):
         if len(self._queue) > self.steps:
             return self._queue.popleft()
         return self._queue[0] if self.noop is None else self.noop
+
+    def decide(self, action: Any) -> tuple[Any, int]:  # gymnasium's ActionWrapper.step
+        return self.action(action), 1
 
 
 class AleFrameSticky(gym.ActionWrapper):

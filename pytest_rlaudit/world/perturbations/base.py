@@ -311,6 +311,37 @@ class Perturbation(gym.utils.RecordConstructorArgs):
     #: :func:`noop_params`): a scenario with them would pass as the nominal does.
     NOOP: tuple[Mapping[str, Any], ...] = ()
 
+    #: Whether the wrapper's step is :meth:`decide`, the env's step(s), then :meth:`observe`
+    #: (see :meth:`_step_by_hooks`): then a lock-step batch runs the same code per slot
+    #: without calling the wrapper's step (:mod:`pytest_rlaudit.world.batches`).
+    LOCKSTEP: bool = False
+    #: Whether :meth:`decide` may hold an action for more than one env step (timing):
+    #: in a chain of wrappers only the innermost may, or a batch could not say when a
+    #: slot's agent decides next.
+    TIMING: bool = False
+
+    def decide(self, action: Any) -> tuple[Any, int]:
+        """The first half of an agent step: the action the env below executes for the
+        agent's ``action``, and for how many env steps it is held (at least 1)."""
+        return action, 1
+
+    def observe(self, obs: Any) -> Any:
+        """The second half of an agent step: what the agent sees of ``obs``, the
+        observation the env below returned after the held steps."""
+        return obs
+
+    def _step_by_hooks(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        """One agent step as :meth:`decide`, the held env steps (:func:`hold`, the rewards
+        summed) and :meth:`observe`: the one implementation the gymnasium wrapper and a
+        lock-step batch share."""
+        action, k = self.decide(action)
+        env: gym.Env = self.env  # type: ignore[attr-defined]  # a mixin of a gym.Wrapper
+        if self.TIMING:  # the sum's float, as gymnasium's RepeatAction gives it
+            obs, reward, terminated, truncated, info = hold(env, action, k)
+        else:
+            obs, reward, terminated, truncated, info = env.step(action)
+        return self.observe(obs), reward, terminated, truncated, info
+
     @classmethod
     def _argument(cls, name: str, value: Any) -> Any:
         """``value`` of the parameter ``name``, checked against ``PARAMS``."""

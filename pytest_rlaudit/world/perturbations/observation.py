@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, SupportsFloat
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -47,6 +47,7 @@ class ObservationDelay(Perturbation, gym.Wrapper):
 
     PARAMS = ranges(steps=Param("integer", low=0))
     NOOP = ({"steps": 0},)
+    LOCKSTEP = True
 
     def __init__(self, env: gym.Env, steps: int = 1,
                  keys: Sequence[str] | str | None = None) -> None:
@@ -65,10 +66,11 @@ class ObservationDelay(Perturbation, gym.Wrapper):
         self._queue.extend([held_frame(obs)] * (self.steps + 1))
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
+    def observe(self, obs: Any) -> Any:
         self._queue.append(held_frame(obs))
-        return self.observed.held(self._queue[0], obs), reward, terminated, truncated, info
+        return self.observed.held(self._queue[0], obs)
+
+    step = Perturbation._step_by_hooks
 
 
 class ObservationNoise(Perturbation, gym.Wrapper):
@@ -108,6 +110,7 @@ class ObservationNoise(Perturbation, gym.Wrapper):
 
     PARAMS = ranges(sigma=Param("number"))
     NOOP = ({"sigma": 0},)
+    LOCKSTEP = True
 
     def __init__(self, env: gym.Env, sigma: float = 0.1, scale: str = "absolute",
                  spread: Sequence[float] | None = None,
@@ -133,11 +136,11 @@ class ObservationNoise(Perturbation, gym.Wrapper):
         # the std of a Box observation, as it always was; per key for a Dict
         self.noise_std: Any = self._std[None] if None in self._std else dict(self._std)
 
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        noisy = self.observed.map(obs, lambda key, part: noisy_observation(
+    def observe(self, obs: Any) -> Any:
+        return self.observed.map(obs, lambda key, part: noisy_observation(
             part, self._std[key], self.rng, self._boxes[key]))
-        return noisy, reward, terminated, truncated, info
+
+    step = Perturbation._step_by_hooks
 
 
 class DroppedObservation(Perturbation, gym.Wrapper):
@@ -156,6 +159,7 @@ class DroppedObservation(Perturbation, gym.Wrapper):
 
     PARAMS = ranges(p=Param("number", high=1.0, high_open=True))
     NOOP = ({"p": 0},)
+    LOCKSTEP = True
 
     def __init__(self, env: gym.Env, p: float = 0.1,
                  keys: Sequence[str] | str | None = None) -> None:
@@ -172,8 +176,9 @@ class DroppedObservation(Perturbation, gym.Wrapper):
         self._last = held_frame(obs)
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
+    def observe(self, obs: Any) -> Any:
         if self.rng.random() >= self.p:
             self._last = held_frame(obs)
-        return self.observed.held(self._last, obs), reward, terminated, truncated, info
+        return self.observed.held(self._last, obs)
+
+    step = Perturbation._step_by_hooks

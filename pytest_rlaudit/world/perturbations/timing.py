@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, SupportsFloat
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,7 +19,6 @@ from .base import (
     _int_arg,
     _noisy_action,
     held_frame,
-    hold,
     noisy_observation,
     ranges,
     require_box,
@@ -45,6 +44,7 @@ class Speed(Perturbation, RepeatAction):
 
     PARAMS = ranges(k=Param("integer", low=1))
     NOOP = ({"k": 1},)
+    LOCKSTEP = TIMING = True
 
     def __init__(self, env: gym.Env, k: int = 5) -> None:
         k = self._argument("k", k)
@@ -52,9 +52,14 @@ class Speed(Perturbation, RepeatAction):
         RepeatAction.__init__(self, env, num_repeats=k)
         self.k = k
 
+    def decide(self, action: Any) -> tuple[Any, int]:
+        return action, self.k
+
 
 class _VariableRepeat(Perturbation, gym.Wrapper):
     """Hold each action for a per-step number of environment steps (``_next_k``)."""
+
+    LOCKSTEP = TIMING = True
 
     def __init__(self, env: gym.Env, **arguments: Any) -> None:
         self._init_perturbation(**arguments)
@@ -69,10 +74,12 @@ class _VariableRepeat(Perturbation, gym.Wrapper):
         self.agent_step = 0
         return super().reset(seed=seed, options=options)
 
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+    def decide(self, action: Any) -> tuple[Any, int]:
         k = self._next_k()
         self.agent_step += 1
-        return hold(self.env, action, k)
+        return action, k
+
+    step = Perturbation._step_by_hooks
 
 
 class Jitter(_VariableRepeat):
@@ -129,6 +136,8 @@ class Scheduled(Perturbation, gym.Wrapper):
     [1.0, 3.0, 1.0]
     """
 
+    LOCKSTEP = TIMING = True
+
     def __init__(self, env: gym.Env, schedule: Schedule,
                  keys: Sequence[str] | str | None = None) -> None:
         if not isinstance(schedule, Schedule):
@@ -149,6 +158,7 @@ class Scheduled(Perturbation, gym.Wrapper):
         gym.Wrapper.__init__(self, env)
         self.schedule = schedule
         self.agent_step = 0
+        self._t = 0  # the agent step under way, from decide to observe
         horizon = schedule.horizon()
         # Per-step tables up to the horizon; the values past it repeat or hold.
         self._tables = {c: schedule.values(c, horizon) for c in channels}
@@ -173,21 +183,25 @@ class Scheduled(Perturbation, gym.Wrapper):
         self._history.append(held_frame(obs))
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        t = self.agent_step
+    def decide(self, action: Any) -> tuple[Any, int]:
+        self._t = t = self.agent_step
         self.agent_step += 1
         if "action_noise" in self._tables:
             action = _noisy_action(self.env.action_space, action,
                                    self._value("action_noise", t), self._act_rng, aligned=True)
-        obs, total, terminated, truncated, info = hold(self.env, action, self._value("speed", t))
+        return action, self._value("speed", t)
+
+    def observe(self, obs: Any) -> Any:
+        t = self._t
         if "obs_noise" in self._tables:
             sigma = self._value("obs_noise", t)
             obs = self.observed.map(obs, lambda key, part: noisy_observation(
                 part, sigma, self._obs_rng, self._boxes[key]))
         self._history.append(self._history[-1] if self._value("dropped", t) else held_frame(obs))
         delay = min(self._value("delay", t), len(self._history) - 1)
-        seen = self.observed.held(self._history[-1 - delay], obs)
-        return seen, total, terminated, truncated, info
+        return self.observed.held(self._history[-1 - delay], obs)
+
+    step = Perturbation._step_by_hooks
 
     @staticmethod
     def timeline(schedule: Schedule, keys: Any = None) -> Schedule:

@@ -1,0 +1,144 @@
+"""A scenario's perturbation run slot by slot in a lock-step batch, by the wrappers' own code.
+
+Every perturbation wrapper that can run in a batch (``LOCKSTEP``) splits its step in two
+hooks (:meth:`~pytest_rlaudit.world.perturbations.Perturbation.decide` before the env's
+steps, :meth:`~pytest_rlaudit.world.perturbations.Perturbation.observe` after them), and
+its gymnasium ``step`` is nothing else. A :class:`Chain` is a scenario's wrappers built
+around a :class:`Mailbox` (an env with the batch's spaces that steps nothing): the batch
+steps the envs itself and calls the hooks of each slot's chain, so a slot draws from the
+wrappers' own generators, seeded as the scalar path seeds them, and its episode is the
+scalar path's. No perturbation is written twice.
+
+>>> import numpy as np
+>>> from gymnasium import spaces
+>>> from pytest_rlaudit import scenarios
+>>> chain = Chain(scenarios.get("jitter"), (spaces.Box(-1, 1, (2,)), spaces.Discrete(2)),
+...               "a batch")
+>>> obs = chain.reset(np.zeros(2, np.float32), np.random.SeedSequence(0), 0)
+>>> action, hold = chain.decide(1)
+>>> action, hold in (1, 2, 3)
+(1, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from ...errors import PerturbationError
+from ..perturbations import Perturbation, seed_perturbations
+from ..scenario import Scenario
+
+__all__ = ["Mailbox", "Chain", "check_batchable"]
+
+
+class Mailbox(gym.Env):  # type: ignore[type-arg]
+    """The env under a slot's chain: it has the batch's spaces, its ``reset`` returns the
+    observation the batch put in ``obs``, and nothing ever steps it."""
+
+    def __init__(self, observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.obs: Any = None
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        return self.obs, {}
+
+    def step(self, action: Any) -> Any:
+        raise RuntimeError("a lock-step batch steps its envs itself; the chain's hooks run "
+                           "around those steps")
+
+
+def _remedy(label: str) -> str:
+    return (f"Audit it on one env per slot instead: pass the env's id or a factory of one "
+            f"env (as audit(agent, 'CartPole-v1') does), not {label}")
+
+
+class Chain:
+    """``scenario``'s wrappers around a :class:`Mailbox` of ``spaces`` (observations,
+    actions), with the hooks of one agent step (see the module). ``label`` names the
+    batch kind in errors: a scenario the batch cannot take is a
+    :class:`~pytest_rlaudit.errors.PerturbationError` naming it, the kind and the remedy.
+    """
+
+    def __init__(self, scenario: Scenario, spaces: tuple[gym.Space[Any], gym.Space[Any]],
+                 label: str) -> None:
+        self.name = scenario.name
+        self.box = Mailbox(*spaces)
+        self.env = scenario.wrap(self.box)
+        layers: list[Perturbation] = []
+        current: Any = self.env
+        while current is not self.box:
+            if not isinstance(current, Perturbation) or not current.LOCKSTEP:
+                raise PerturbationError(_refusal(scenario, current, label))
+            layers.append(current)
+            current = current.env
+        if any(layer.TIMING for layer in layers[:-1]):
+            raise PerturbationError(
+                f"scenario {scenario.name!r} cannot run on {label}: a timing perturbation "
+                f"({type(next(x for x in layers[:-1] if x.TIMING)).__name__}) wraps another "
+                "perturbation, so the wrappers below it would run once per env step; in a "
+                f"batch only the innermost wrapper may hold actions. {_remedy(label)}")
+        if (self.env.observation_space, self.env.action_space) != spaces:
+            raise PerturbationError(
+                f"scenario {scenario.name!r} changes the env's spaces; the same agent must "
+                "run every scenario, so a perturbation has to keep them")
+        self.layers = layers
+        self.inner = list(reversed(layers))
+
+    def reset(self, obs: Any, streams: np.random.SeedSequence, env_seed: int) -> Any:
+        """What the agent sees of ``obs``, the first observation of an episode reset with
+        ``env_seed``, the wrappers' generators pinned to ``streams`` (as the scalar path
+        pins them: :func:`~pytest_rlaudit.world.perturbations.seed_perturbations`)."""
+        self.box.obs = obs
+        if self.layers:
+            seed_perturbations(self.env, streams)
+        return self.env.reset(seed=env_seed)[0]
+
+    def decide(self, action: Any) -> tuple[Any, int]:
+        """The action the env executes for the agent's ``action``, and for how many steps."""
+        hold = 1
+        for layer in self.layers:
+            action, hold = layer.decide(action)
+        return action, hold
+
+    def observe(self, obs: Any) -> Any:
+        """What the agent sees of ``obs``, the env's observation after the held steps."""
+        for layer in self.inner:
+            obs = layer.observe(obs)
+        return obs
+
+
+def _refusal(scenario: Scenario, layer: Any, label: str) -> str:
+    kind = type(layer).__name__
+    physics = {"Dynamics", "Push"}
+    if kind in physics:
+        why = (f"its perturbation ({kind}) changes the env's physics, which needs each env's "
+               f"own model; {label} steps its envs together and gives no per-env access to "
+               "their physics")
+    elif getattr(layer, "attach_policy", None) is not None:
+        why = f"its perturbation ({kind}) attacks the agent inside each env's step"
+    else:
+        why = (f"its perturbation ({kind}) acts inside the env's step; a batch runs only "
+               "perturbations that split their step into decide() and observe() "
+               "(pytest_rlaudit.perturbations.Perturbation, LOCKSTEP = True)")
+    return f"scenario {scenario.name!r} cannot run on {label}: {why}. {_remedy(label)}"
+
+
+def check_batchable(scenarios: Any, spaces: tuple[gym.Space[Any], gym.Space[Any]],
+                    label: str) -> None:
+    """A :class:`~pytest_rlaudit.errors.PerturbationError` naming every scenario of
+    ``scenarios`` that a batch of ``label`` cannot run (each with its cause and remedy);
+    one still to be calibrated is checked in raw units."""
+    problems = []
+    for scenario in scenarios:
+        probe = scenario.calibrated(None) if scenario.needs_spread else scenario
+        try:
+            Chain(probe, spaces, label)
+        except PerturbationError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise PerturbationError("; ".join(problems))

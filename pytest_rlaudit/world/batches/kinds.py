@@ -1,0 +1,258 @@
+"""Batch kinds: the envs a lock-step batch steps together, behind one small interface.
+
+A :class:`BatchKind` resets chosen rows with chosen seeds and steps every row at once.
+Three kinds wrap what users have:
+
+- :class:`CartPoleRows`: gymnasium's ``CartPoleVectorEnv`` (the vector entry point of
+  ``CartPole-v0``/``-v1``), with each episode's seeded start state put in at its reset, so
+  that its episodes are the scalar env's bit for bit;
+- :class:`VectorRows`: any ``gymnasium.vector.VectorEnv`` that resets chosen envs with
+  seeds (``SyncVectorEnv``, ``AsyncVectorEnv``, ``gym.make_vec``);
+- :class:`ProtocolRows`: a simulator behind the :class:`~.protocol.BatchedEnv` protocol.
+
+>>> rows = CartPoleRows("CartPole-v1", 3)
+>>> rows.reset(np.array([0, 2]), [5, 6]).shape
+(2, 4)
+>>> obs, rewards, terminated, truncated = rows.step(np.array([0, 1, 1]))
+>>> rewards.tolist()
+[1.0, 1.0, 1.0]
+>>> rows.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils.seeding import np_random
+
+from ...errors import EnvContractError
+from .protocol import POLICY_KEY, BatchedEnv
+
+__all__ = ["BatchKind", "BatchSource", "CartPoleRows", "VectorRows", "ProtocolRows", "RowView",
+           "as_numpy", "given_batch", "vector_entry"]
+
+
+def as_numpy(value: Any) -> np.ndarray:
+    """``value`` (a numpy array, a torch tensor on any device, a list) as a numpy array."""
+    if hasattr(value, "detach"):  # a torch tensor: duck-typed, torch is not imported here
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+class BatchKind:
+    """``num_envs`` envs stepped together (see the module). ``label`` names the kind in
+    messages; the spaces are those of one env."""
+
+    label: str = "a batch of envs"
+    num_envs: int
+    observation_space: gym.Space[Any]
+    action_space: gym.Space[Any]
+
+    def reset(self, ids: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
+        """The first observations of rows ``ids``, row ``ids[i]`` reset with ``seeds[i]``."""
+        raise NotImplementedError
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every row stepped: observations, rewards (float64), terminated, truncated."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the kind made (a kind given by the user is the user's to close)."""
+
+    def idle_actions(self) -> np.ndarray:
+        """An action for every row, for rows that run no episode (their results are
+        ignored): the action space's first element, so nothing random is drawn."""
+        space = self.action_space
+        if isinstance(space, spaces.Discrete):
+            one: Any = space.start
+        elif isinstance(space, spaces.Box):
+            one = np.clip(np.zeros(space.shape, space.dtype), space.low, space.high)
+        else:
+            raise EnvContractError(
+                f"{self.label}: a batch runs Box or Discrete actions, not {space}")
+        return np.stack([np.asarray(one)] * self.num_envs)
+
+
+def _split(result: tuple[Any, ...], label: str) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    if not isinstance(result, tuple) or len(result) not in (4, 5):
+        raise EnvContractError(
+            f"{label}: step() must return (obs, rewards, terminated, truncated), with an "
+            f"optional fifth item, got {type(result).__name__}")
+    obs, rewards, terminated, truncated = result[:4]
+    return (obs, as_numpy(rewards).astype(np.float64, copy=False).reshape(-1),
+            as_numpy(terminated).astype(bool, copy=False).reshape(-1),
+            as_numpy(truncated).astype(bool, copy=False).reshape(-1))
+
+
+class CartPoleRows(BatchKind):
+    """gymnasium's ``CartPoleVectorEnv`` with seeded resets of chosen rows (see the module).
+
+    The vector env draws every start state from one generator and resets rows itself at
+    the step after they end; here each episode's start is drawn as the scalar env draws
+    it (``np_random(seed)``, uniform in +-0.05) and written into the row, and the row's
+    step count and pending reset are cleared. The dynamics are the scalar env's, so the
+    episodes are too (tests/rollout/test_batch_kinds.py holds them to it).
+    """
+
+    label = "gymnasium's CartPoleVectorEnv"
+
+    def __init__(self, env_id: str, num_envs: int) -> None:
+        self.venv = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point")
+        self.base: Any = self.venv.unwrapped
+        self.base.reset(seed=0)  # allocates the state; every row is set at its own reset
+        self.num_envs = num_envs
+        self.observation_space = self.base.single_observation_space
+        self.action_space = self.base.single_action_space
+
+    def reset(self, ids: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
+        base = self.base
+        for row, seed in zip(ids, seeds, strict=True):
+            generator, _ = np_random(int(seed))
+            base.state[:, row] = generator.uniform(low=-0.05, high=0.05, size=(4,))
+        base.steps[ids] = 0
+        base.prev_done[ids] = False
+        out: np.ndarray = base.state[:, ids].T.astype(np.float32)
+        return out
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        obs, rewards, terminated, truncated, _ = self.base.step(actions)
+        # A row that ended is reset by the vector env at its next step from the shared
+        # generator: never one of ours, which are set by reset() before they step again.
+        return obs, rewards.astype(np.float64), terminated, truncated
+
+    def close(self) -> None:
+        self.venv.close()
+
+
+def vector_entry(env_id: str) -> type[CartPoleRows] | None:
+    """The batch kind that runs ``env_id`` as its scalar env does, if there is one: the
+    CartPole ids gymnasium registers with a vector entry point (their start states can
+    be put in row by row); None for every other id.
+
+    >>> vector_entry("CartPole-v1").__name__, vector_entry("Pendulum-v1")
+    ('CartPoleRows', None)
+    """
+    try:
+        spec = gym.spec(env_id)
+    except gym.error.Error:
+        return None
+    entry = str(spec.vector_entry_point or "")
+    if entry.endswith(":CartPoleVectorEnv") and entry.startswith("gymnasium.envs.classic_control"):
+        return CartPoleRows
+    return None
+
+
+class VectorRows(BatchKind):
+    """A ``gymnasium.vector.VectorEnv`` given by the user, its rows reset with
+    ``options={"reset_mask": ...}`` and a seed per row (Sync and Async do this)."""
+
+    def __init__(self, venv: gym.vector.VectorEnv) -> None:
+        self.venv = venv
+        self.label = f"the vector env {type(venv).__name__}"
+        self.num_envs = int(venv.num_envs)
+        self.observation_space = venv.single_observation_space
+        self.action_space = venv.single_action_space
+        self._started = False
+
+    def reset(self, ids: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
+        every: list[int | None] = [None] * self.num_envs
+        mask = np.zeros(self.num_envs, dtype=bool)
+        for row, seed in zip(ids, seeds, strict=True):
+            every[int(row)] = int(seed)
+            mask[row] = True
+        if self._started:
+            obs, _ = self.venv.reset(seed=every, options={"reset_mask": mask})
+        else:  # the first reset resets every row: the others get seeds of their own
+            self._started = True
+            obs, _ = self.venv.reset(seed=[s if s is not None else 0 for s in every])
+        return as_numpy(obs)[ids]
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        obs, rewards, terminated, truncated = _split(self.venv.step(actions), self.label)
+        return as_numpy(obs), rewards, terminated, truncated
+
+
+class ProtocolRows(BatchKind):
+    """A :class:`~.protocol.BatchedEnv`: tensors copied to numpy, a ``"policy"`` key read."""
+
+    def __init__(self, env: BatchedEnv) -> None:
+        self.env = env
+        self.label = f"the batched env {type(env).__name__}"
+        self.num_envs = int(env.num_envs)
+        space = env.single_observation_space
+        self.key = POLICY_KEY if isinstance(space, spaces.Dict) else None
+        if self.key is not None and POLICY_KEY not in space.spaces:
+            raise EnvContractError(
+                f"{self.label}: its Dict observation space has no {POLICY_KEY!r} key (keys: "
+                f"{', '.join(map(str, space.spaces))}); the policy reads obs[{POLICY_KEY!r}]")
+        self.observation_space = space[POLICY_KEY] if self.key else space
+        self.action_space = env.single_action_space
+
+    def _obs(self, obs: Any) -> np.ndarray:
+        if isinstance(obs, dict):
+            if POLICY_KEY not in obs:
+                raise EnvContractError(
+                    f"{self.label} returned observations with keys {', '.join(map(str, obs))}; "
+                    f"the policy reads obs[{POLICY_KEY!r}]")
+            obs = obs[POLICY_KEY]
+        # a copy: a simulator may write the next step into the same buffer, and a delayed
+        # observation must stay the one it was
+        return np.array(as_numpy(obs), copy=True)
+
+    def reset(self, ids: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
+        return self._obs(self.env.reset(ids.copy(), [int(s) for s in seeds]))
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        obs, rewards, terminated, truncated = _split(self.env.step(actions), self.label)
+        return self._obs(obs), rewards, terminated, truncated
+
+
+@dataclass(frozen=True)
+class BatchSource:
+    """Where an audited env's batches come from: ``make(rows)`` builds a kind of that many
+    rows (the audit's own, closed after the run), or ``given`` is one the user gave, of
+    the rows it has, run whatever the scenarios (a scenario it cannot take is an error)."""
+
+    make: Callable[[int], BatchKind] | None = None
+    given: BatchKind | None = None
+
+
+def given_batch(env: Any) -> BatchKind | None:
+    """``env`` as a batch kind if it is one an audit takes as given (a
+    ``gymnasium.vector.VectorEnv``, a :class:`~.protocol.BatchedEnv`), else None."""
+    if isinstance(env, gym.vector.VectorEnv):
+        return VectorRows(env)
+    if isinstance(env, BatchKind):
+        return env
+    if not isinstance(env, gym.Env) and isinstance(env, BatchedEnv):
+        return ProtocolRows(env)
+    return None
+
+
+class RowView(gym.Env):  # type: ignore[type-arg]
+    """Row 0 of a batch kind as one gymnasium env, for the checks an audit makes before
+    its episodes (spaces, the seed-replay check). Each step steps the whole batch, the
+    other rows idle; closing it leaves the batch open (the audit's run uses it next)."""
+
+    def __init__(self, kind: BatchKind) -> None:
+        self.kind = kind
+        self.observation_space = kind.observation_space
+        self.action_space = kind.action_space
+        self._actions = kind.idle_actions()
+        self._row = np.array([0])
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        return self.kind.reset(self._row, [0 if seed is None else seed])[0], {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        actions = self._actions.copy()
+        actions[0] = action
+        obs, rewards, terminated, truncated = self.kind.step(actions)
+        return obs[0], float(rewards[0]), bool(terminated[0]), bool(truncated[0]), {}

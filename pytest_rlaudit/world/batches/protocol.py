@@ -1,0 +1,63 @@
+"""The :class:`BatchedEnv` protocol: what a batched simulator gives an audit.
+
+GPU simulators (Isaac Lab, mjlab, MuJoCo Playground, Brax) step thousands of envs in one
+call. An audit runs on one through four members, which a thin adapter around the
+simulator provides:
+
+- ``num_envs``: the number of envs the simulator steps together;
+- ``single_observation_space`` and ``single_action_space``: the spaces of ONE env (a
+  ``Dict`` observation space with a ``"policy"`` key is read at that key, as Isaac Lab's
+  ``obs["policy"]``);
+- ``reset(env_ids, seeds)``: reset the envs ``env_ids`` (an int array), env
+  ``env_ids[i]`` with seed ``seeds[i]``, and return their first observations (rows in the
+  order of ``env_ids``). The seed must fix everything random in that episode's start:
+  that is what makes the audit's episodes paired and reproducible;
+- ``step(actions)``: step every env with ``actions`` (one row per env, a numpy array)
+  and return ``(obs, rewards, terminated, truncated)`` (or a fifth item, ignored), one
+  row per env. Envs that end may reset themselves inside ``step`` as Isaac Lab's do: the
+  audit resets them again with their next episode's seed.
+
+Arrays may be numpy arrays or torch tensors (on any device: they are copied to the CPU).
+The audit never calls anything else, and never steps an env's episode past its end.
+
+>>> import numpy as np
+>>> from gymnasium import spaces
+>>> class Still:
+...     num_envs = 2
+...     single_observation_space = spaces.Box(-1, 1, (1,))
+...     single_action_space = spaces.Discrete(2)
+...     def reset(self, env_ids, seeds):
+...         return np.zeros((len(env_ids), 1), np.float32)
+...     def step(self, actions):
+...         n = self.num_envs
+...         return np.zeros((n, 1), np.float32), np.ones(n), np.ones(n, bool), np.zeros(n, bool)
+>>> isinstance(Still(), BatchedEnv)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["BatchedEnv", "POLICY_KEY"]
+
+#: The key of a Dict observation that holds what the policy sees (Isaac Lab's group name).
+POLICY_KEY = "policy"
+
+
+@runtime_checkable
+class BatchedEnv(Protocol):
+    """A batched simulator as an audit drives it (see the module)."""
+
+    num_envs: int
+    single_observation_space: Any
+    single_action_space: Any
+
+    def reset(self, env_ids: np.ndarray, seeds: Sequence[int]) -> Any:
+        """The first observations of the envs ``env_ids``, reset with ``seeds``."""
+
+    def step(self, actions: np.ndarray) -> tuple[Any, ...]:
+        """``(obs, rewards, terminated, truncated)`` of every env after ``actions``."""
