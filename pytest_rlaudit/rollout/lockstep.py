@@ -37,7 +37,7 @@ from ..world.batches.chains import Chain
 from ..world.batches.kinds import BatchKind
 from ..world.scenarios import Scenario
 from .checks import ObservationContract, where
-from .slots import Finished, Job, Reply, stack
+from .slots import Finished, Job, Reply
 
 __all__ = ["BatchGroup"]
 
@@ -74,7 +74,8 @@ class BatchGroup:
         self.actions = kind.idle_actions()  # each row's action, held
         self.trace = np.zeros((n, 64), dtype=np.float64)  # each row's env-step rewards
         self.filled = np.zeros(n, dtype=np.int64)  # columns of trace in use
-        self.seen: list[Any] = [None] * n  # what each deciding row's agent sees
+        self.chained = np.zeros(n, dtype=bool)  # rows whose scenario has wrappers
+        self.seen: np.ndarray | None = None  # what each row's agent saw last (made at the first reset)
         self.deciding: list[int] = []  # the rows of the last reply, in its order
 
     # ------------------------------------------------------------------ episodes
@@ -100,17 +101,23 @@ class BatchGroup:
         except RLAuditError:
             raise
         except Exception as exc:
-            s, e = jobs[0]
+            s = jobs[0][0]
             raise RolloutError(
                 f"the reset of {self.kind.label} failed ({type(exc).__name__}: {exc}) at "
                 f"{where(self.names[s], episodes[0], self.seed, 0)}",
                 scenario=self.names[s], episode=episodes[0], step=0) from exc
+        first = np.asarray(first)
+        if self.seen is None:
+            self.seen = np.zeros((self.kind.num_envs, *first.shape[1:]), dtype=first.dtype)
+        seen = self.seen
+        seen[free] = first
         for i, (row, job, episode) in enumerate(zip(free.tolist(), jobs, episodes, strict=True)):
             s = job[0]
             chain = self.chain[row] = self._chain(row, s)
-            obs = first[i]
-            self.seen[row] = obs if chain is None else chain.reset(
-                obs, episode_seed_sequence(self.seed, episode, self.names[s]), self.seed + episode)
+            self.chained[row] = chain is not None
+            if chain is not None:
+                seen[row] = chain.reset(first[i], episode_seed_sequence(
+                    self.seed, episode, self.names[s]), self.seed + episode)
             self.job[row] = job
             started.append(job)
             deciding.append(row)
@@ -139,13 +146,18 @@ class BatchGroup:
     def step(self, actions: Any, jobs: Sequence[Job] = ()) -> Reply:
         """Give each row of the last reply its action (``actions[i]`` for its row ``i``),
         queue ``jobs``, and tick the batch until some row's agent decides (see the module)."""
+        # The hot path: numpy over the rows, Python only for the rows with wrappers.
         self.queue.extend(jobs)
-        for i, row in enumerate(self.deciding):
-            chain = self.chain[row]
-            action, hold = (actions[i], 1) if chain is None else chain.decide(actions[i])
-            self.actions[row] = action
-            self.left[row] = hold
-        self.held[self.deciding] = 0.0
+        if self.deciding:
+            given = np.flatnonzero(~self.chained[self.deciding])
+            rows = np.asarray(self.deciding)
+            self.actions[rows[given]] = np.asarray(actions)[given]
+            self.left[rows] = 1
+            self.held[rows] = 0.0
+            for i in np.flatnonzero(self.chained[rows]).tolist():
+                row = self.deciding[i]
+                self.actions[row], self.left[row] = self.chain[row].decide(  # type: ignore[union-attr]
+                    actions[i])
         started: list[Job] = []
         finished: list[Finished] = []
         deciding: list[int] = []
@@ -161,19 +173,24 @@ class BatchGroup:
             self.held[rows] += got
             self._record(rows, got)
             self.left[rows] -= 1
-            ended = terminated[rows] | truncated[rows]
-            for row in rows[(self.left[rows] == 0) | ended].tolist():
-                self.steps[row] += 1
-                self.ret[row] += self.held[row]
-                chain = self.chain[row]
-                seen = obs[row] if chain is None else chain.observe(obs[row])
-                over = bool(terminated[row] or truncated[row])
-                if over or self.steps[row] >= self.max_steps:
-                    finished.append(self._finish(row, not over, bool(terminated[row]), seen))
-                else:
-                    self.seen[row] = seen
-                    self.held[row] = 0.0
-                    deciding.append(row)
+            over = terminated[rows] | truncated[rows]
+            due = (self.left[rows] == 0) | over
+            rows, over = rows[due], over[due]  # the rows whose agent step is complete
+            if not len(rows):
+                continue
+            self.steps[rows] += 1
+            self.ret[rows] += self.held[rows]
+            seen = self.seen
+            assert seen is not None  # made at the first reset
+            seen[rows] = obs[rows]
+            for row in rows[self.chained[rows]].tolist():
+                seen[row] = self.chain[row].observe(obs[row])
+            ending = over | (self.steps[rows] >= self.max_steps)
+            for row, cut in zip(rows[ending].tolist(), (~over[ending]).tolist(), strict=True):
+                finished.append(self._finish(row, cut, bool(terminated[row]), seen[row].copy()))
+            going = rows[~ending]
+            self.held[going] = 0.0
+            deciding.extend(going.tolist())
             self._fill(started, deciding)
         self.deciding = deciding
         return Reply([self.job[row] for row in deciding],  # type: ignore[misc]
@@ -202,16 +219,15 @@ class BatchGroup:
 
     def _batch(self, rows: list[int]) -> Any:
         """What the deciding ``rows`` see, as one batch of the declared shape."""
-        try:
-            batch = stack([self.seen[row] for row in rows])
-        except (ValueError, TypeError):
-            batch = None
-        if batch is not None and self.contract.fits(batch):
+        assert self.seen is not None  # made at the first reset
+        batch = self.seen[rows]
+        if self.contract.fits(batch):
             return batch
         for row in rows:  # rare: find the culprit for the message
             job = self.job[row]
             assert job is not None
-            self.contract.check(self.seen[row], f"at {where(self.names[job[0]], self.indices[job[1]], self.seed, int(self.steps[row]))}")
+            at = where(self.names[job[0]], self.indices[job[1]], self.seed, int(self.steps[row]))
+            self.contract.check(self.seen[row], f"at {at}")
         raise EnvContractError(
             f"the observations of {self.kind.label} do not stack into one batch of its "
             f"observation space {self.contract.space}; each must have the declared shape")

@@ -16,9 +16,9 @@ zero-argument factory returning a new ``gymnasium.Env`` on each call.
 from __future__ import annotations
 
 import difflib
-from functools import partial
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Union
 
 import gymnasium as gym

@@ -34,7 +34,7 @@ from ..scenario import Scenario
 __all__ = ["Mailbox", "Chain", "check_batchable"]
 
 
-class Mailbox(gym.Env):  # type: ignore[type-arg]
+class Mailbox(gym.Env):
     """The env under a slot's chain: it has the batch's spaces, its ``reset`` returns the
     observation the batch put in ``obs``, and nothing ever steps it."""
 
@@ -75,7 +75,7 @@ class Chain:
             if not isinstance(current, Perturbation) or not current.LOCKSTEP:
                 raise PerturbationError(_refusal(scenario, current, label))
             layers.append(current)
-            current = current.env
+            current = current.env  # type: ignore[attr-defined]  # a gym.Wrapper's
         if any(layer.TIMING for layer in layers[:-1]):
             raise PerturbationError(
                 f"scenario {scenario.name!r} cannot run on {label}: a timing perturbation "
@@ -88,6 +88,9 @@ class Chain:
                 "run every scenario, so a perturbation has to keep them")
         self.layers = layers
         self.inner = list(reversed(layers))
+        if len(layers) == 1:  # the registry's scenarios: the wrapper's own hooks, no loop
+            self.decide = layers[0].decide  # type: ignore[method-assign]
+            self.observe = layers[0].observe  # type: ignore[method-assign]
 
     def reset(self, obs: Any, streams: np.random.SeedSequence, env_seed: int) -> Any:
         """What the agent sees of ``obs``, the first observation of an episode reset with

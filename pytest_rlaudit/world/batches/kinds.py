@@ -166,11 +166,13 @@ class VectorRows(BatchKind):
             every[int(row)] = int(seed)
             mask[row] = True
         if self._started:
-            obs, _ = self.venv.reset(seed=every, options={"reset_mask": mask})
+            # gymnasium's vector envs take a seed per env, which its stubs do not say
+            obs, _ = self.venv.reset(seed=every, options={"reset_mask": mask})  # type: ignore[arg-type]
         else:  # the first reset resets every row: the others get seeds of their own
             self._started = True
-            obs, _ = self.venv.reset(seed=[s if s is not None else 0 for s in every])
-        return as_numpy(obs)[ids]
+            obs, _ = self.venv.reset(seed=[s if s is not None else 0 for s in every])  # type: ignore[arg-type]
+        rows: np.ndarray = as_numpy(obs)[ids]
+        return rows
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         obs, rewards, terminated, truncated = _split(self.venv.step(actions), self.label)
@@ -234,7 +236,7 @@ def given_batch(env: Any) -> BatchKind | None:
     return None
 
 
-class RowView(gym.Env):  # type: ignore[type-arg]
+class RowView(gym.Env):
     """Row 0 of a batch kind as one gymnasium env, for the checks an audit makes before
     its episodes (spaces, the seed-replay check). Each step steps the whole batch, the
     other rows idle; closing it leaves the batch open (the audit's run uses it next)."""

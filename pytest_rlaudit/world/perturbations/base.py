@@ -336,10 +336,9 @@ class Perturbation(gym.utils.RecordConstructorArgs):
         lock-step batch share."""
         action, k = self.decide(action)
         env: gym.Env = self.env  # type: ignore[attr-defined]  # a mixin of a gym.Wrapper
-        if self.TIMING:  # the sum's float, as gymnasium's RepeatAction gives it
-            obs, reward, terminated, truncated, info = hold(env, action, k)
-        else:
-            obs, reward, terminated, truncated, info = env.step(action)
+        # the sum's float for timing, as gymnasium's RepeatAction gives it
+        obs, reward, terminated, truncated, info = (
+            hold(env, action, k) if self.TIMING else env.step(action))
         return self.observe(obs), reward, terminated, truncated, info
 
     @classmethod
