@@ -51,6 +51,7 @@ _EXPORTS = {
     "ReplayComparison": "auditing.replays",
     "record": "auditing.recorder",
     "assert_replay_close": "verdicts.replays",
+    "BatchedEnv": "world.batches",
 }
 #: The other errors and warnings live in ``pytest_rlaudit.errors``. They still resolve
 #: from the top (``from pytest_rlaudit import MisloadedAgentError``: earlier releases

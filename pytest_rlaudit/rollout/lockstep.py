@@ -233,6 +233,7 @@ class BatchGroup:
             f"observation space {self.contract.space}; each must have the declared shape")
 
     def close(self) -> None:
-        """Close the batch kind if the audit made it."""
+        """Release what the run made on the batch kind, and close it if the audit made it."""
+        self.kind.finish()
         if self.owned:
             self.kind.close()

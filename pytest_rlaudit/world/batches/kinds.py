@@ -62,7 +62,10 @@ class BatchKind:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Release what the kind made (a kind given by the user is the user's to close)."""
+        """Close the kind (only one the audit made: a kind the user gave is theirs)."""
+
+    def finish(self) -> None:
+        """Release what one run made on the kind (called after every run, given or made)."""
 
     def idle_actions(self) -> np.ndarray:
         """An action for every row, for rows that run no episode (their results are
@@ -228,7 +231,9 @@ def given_batch(env: Any) -> BatchKind | None:
     """``env`` as a batch kind if it is one an audit takes as given (a
     ``gymnasium.vector.VectorEnv``, a :class:`~.protocol.BatchedEnv`), else None."""
     if isinstance(env, gym.vector.VectorEnv):
-        return VectorRows(env)
+        from .envpool_rows import EnvpoolRows, is_envpool  # its module imports no envpool
+
+        return EnvpoolRows(env) if is_envpool(env) else VectorRows(env)
     if isinstance(env, BatchKind):
         return env
     if not isinstance(env, gym.Env) and isinstance(env, BatchedEnv):
