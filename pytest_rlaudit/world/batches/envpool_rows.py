@@ -35,8 +35,8 @@ class EnvpoolRows(BatchKind):
     its kind, settings and ``num_envs`` (the rows), never stepped itself."""
 
     def __init__(self, pool: gym.vector.VectorEnv) -> None:
-        self.template = pool
-        config = pool.spec.config._asdict()  # type: ignore[attr-defined]
+        self.template: Any = pool  # envpool's classes, untyped: read as they are
+        config = self.template.spec.config._asdict()
         self.settings = {k: v for k, v in config.items() if k not in _OWN}
         name = type(pool).__name__.removeprefix("Gym").removesuffix("GymnasiumEnvPool")
         self.label = f"envpool's {name} pool"
@@ -49,7 +49,7 @@ class EnvpoolRows(BatchKind):
         self._shape: tuple[int, ...] | None = None
 
     def _pool(self, seeds: Sequence[int]) -> Any:
-        spec_class = type(self.template.spec)  # type: ignore[attr-defined]
+        spec_class = type(self.template.spec)
         n = len(seeds)
         spec = spec_class(spec_class.gen_config(num_envs=n, batch_size=n,
                                                 env_seed=[int(s) for s in seeds],
@@ -69,7 +69,7 @@ class EnvpoolRows(BatchKind):
     def _prune(self) -> None:
         """Close the pools none of whose rows runs in them any more."""
         live = set(self.owner[self.owner >= 0].tolist())
-        kept = []
+        kept: list[tuple[Any, np.ndarray]] = []
         renumber = np.full(len(self.parts), -1)
         for k, (pool, rows) in enumerate(self.parts):
             if k in live:
