@@ -34,8 +34,8 @@ class EnvpoolRows(BatchKind):
     """An envpool gymnasium pool's rows (see the module); the pool given is the template:
     its kind, settings and ``num_envs`` (the rows), never stepped itself."""
 
-    def __init__(self, pool: gym.vector.VectorEnv) -> None:
-        self.template: Any = pool  # envpool's classes, untyped: read as they are
+    def __init__(self, pool: Any) -> None:  # envpool's classes, untyped: read as they are
+        self.template = pool
         config = self.template.spec.config._asdict()
         self.settings = {k: v for k, v in config.items() if k not in _OWN}
         name = type(pool).__name__.removeprefix("Gym").removesuffix("GymnasiumEnvPool")
