@@ -281,6 +281,7 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
                    "assert_no_policy_collapse", "find_breaking_schedule", "RobustnessError"),
     "Scenarios and schedules": ("Scenario", "Schedule"),
     "Agents": ("as_policy", "Policy"),
+    "Envs": ("BatchedEnv",),
     "Replay": ("replay", "compare_replay", "record", "assert_replay_close", "ReplayResult",
                "ReplayComparison"),
 }

@@ -32,8 +32,8 @@ from ..rollout.deadline import Expired
 from ..rollout.replay import check_replay, check_replayed
 from ..rollout.runner import EpisodeBatch
 from ..stats import adaptive_sample
-from ..world import scenarios as registry
 from ..world.agents import as_policy, env_for, normalizes
+from ..world.batches.chains import check_scenarios
 from ..world.calibration import observation_spread
 from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, Scenario
@@ -126,7 +126,7 @@ class Engine:
         chosen = list(scenarios)
         with phase(CONTRACT):
             self.keep(("applicable", repr(chosen), id(self.env)),
-                      lambda: registry.check_applicable(chosen, self.env.make))
+                      lambda: check_scenarios(chosen, self.env))
         # nominal episode 0 run whole, as the audit will run it (at most max_steps); run()
         # holds the audit's own run of it to this one
         with phase(REPLAY):

@@ -31,6 +31,7 @@ from ..world.agents import Policy
 from ..world.scenarios import Scenario
 from . import calls, progress
 from .batches import EpisodeBatch
+from .call_log import CallLog
 from .checks import ActionChecker, action_refused, agent_failed, all_finite, check_obs, output_not_finite
 from .deadline import Expired, current
 from .slots import Finished, Job, Reply, stack, where
@@ -90,11 +91,15 @@ class Driver:
         self.chosen: list[list[Any]] = [[()] * shape[1] for _ in scenarios]
         self.rows_seen: dict[Job, list[Any]] = {}
         self.rows_chosen: dict[Job, list[Any]] = {}
+        # array observations are recorded by call (CallLog), others row by row
+        self.log = CallLog() if any(self.recorded) else None
+        self.logged = np.repeat(np.asarray(self.recorded, dtype=bool), shape[1])  # by job id
         self.state_of: dict[Job, Any] = {}
         self.check_actions = ActionChecker(space)
         self.stateful = bool(policy.stateful)
         # the per-row pass after a policy call is skipped when it has nothing to keep
         self.keeps_rows = self.stateful or any(self.recorded)
+        self.width = shape[1]  # a job's id: scenario x episodes + episode
         self.place = placer(names, indices, seed)
         self.sink = progress.current()  # None unless someone shows the audit's progress
         self.steps = 0  # policy calls made while a watcher looks (see .calls)
@@ -141,8 +146,9 @@ class Driver:
         self.traces[s][e] = done.trace
         self.state_of.pop(done.job, None)
         if self.recorded[s]:
-            self.seen[s][e] = _gather(self.rows_seen.pop(done.job))
-            self.chosen[s][e] = _gather(self.rows_chosen.pop(done.job))
+            seen, chosen = self.rows_seen.pop(done.job), self.rows_chosen.pop(done.job)
+            if seen:  # else recorded by call (see act)
+                self.seen[s][e], self.chosen[s][e] = _gather(seen), _gather(chosen)
             # a copy: an env may return its own buffer, which the next episode's reset reuses
             self.last_seen[s][e] = _copied(done.last_obs)
 
@@ -169,9 +175,20 @@ class Driver:
             raise self.place(exc, jobs, reply.steps, "in the agent's policy call") from None
         if bad is not None:
             raise self._refused(actions, bad, reply)
-        if self.keeps_rows:
+        log = self.log
+        if log is not None and isinstance(obs_batch, np.ndarray) and isinstance(actions, np.ndarray):
+            ids = reply.ids if reply.ids is not None else np.fromiter(
+                (s * self.width + e for s, e in jobs), dtype=np.int64, count=len(jobs))
+            keep = self.logged[ids]
+            if keep.all():
+                log.add(obs_batch, actions, ids)
+            elif keep.any():
+                log.add(obs_batch[keep], actions[keep], ids[keep])
+            log = None  # recorded: the pass below keeps the states only
+        if self.stateful or (log is not None and self.keeps_rows):
             # One pass over the rows per decision step: locals, not attributes, inside it.
-            stateful, recorded, state_of = self.stateful, self.recorded, self.state_of
+            stateful, state_of = self.stateful, self.state_of
+            recorded = self.recorded if log is not None else [False] * len(self.recorded)
             rows_seen, rows_chosen = self.rows_seen, self.rows_chosen
             out_states = cast("list[Any]", new_states)
             for i, job in enumerate(jobs):
@@ -185,6 +202,10 @@ class Driver:
     def batches(self) -> dict[str, EpisodeBatch]:
         """The results, one batch per scenario, episodes in the order of the indices."""
         seeds = episode_seeds(self.seed, self.indices)
+        if self.log is not None:
+            for key, (seen, chosen) in self.log.episodes().items():
+                s, e = divmod(key, self.width)
+                self.seen[s][e], self.chosen[s][e] = seen, chosen
         return {
             name: EpisodeBatch(name, seeds, self.returns[s], self.lengths[s], self.env_steps[s],
                                self.capped[s], tuple(self.traces[s]), tuple(self.seen[s]),

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,8 @@ from .checks import ObservationContract, where
 from .slots import Finished, Job, Reply
 
 __all__ = ["BatchGroup"]
+
+_NONE = np.zeros(0, dtype=np.int64)  # no rows
 
 
 class BatchGroup:
@@ -64,6 +67,7 @@ class BatchGroup:
         self.contract = ObservationContract(kind.observation_space, kind.label)
         self.queue: deque[Job] = deque()
         self.job: list[Job | None] = [None] * n
+        self.ids = np.zeros(n, dtype=np.int64)  # each row's job as one number (Reply.ids)
         self.chain: list[Chain | None] = [None] * n
         self.chains: dict[tuple[int, int], Chain] = {}  # by (row, scenario), reused
         self.running = np.zeros(n, dtype=bool)
@@ -72,11 +76,12 @@ class BatchGroup:
         self.ret = np.zeros(n, dtype=np.float64)
         self.steps = np.zeros(n, dtype=np.int64)  # agent steps
         self.actions = kind.idle_actions()  # each row's action, held
-        self.trace = np.zeros((n, 64), dtype=np.float64)  # each row's env-step rewards
-        self.filled = np.zeros(n, dtype=np.int64)  # columns of trace in use
+        self.rewards = np.zeros((64, n))  # every row's reward by tick, from tick `base` on
+        self.tick = self.base = 0
+        self.start = np.zeros(n, dtype=np.int64)  # the tick each row's episode started at
         self.chained = np.zeros(n, dtype=bool)  # rows whose scenario has wrappers
         self.seen: np.ndarray | None = None  # what each row's agent saw last (made at the first reset)
-        self.deciding: list[int] = []  # the rows of the last reply, in its order
+        self.deciding = _NONE  # the rows of the last reply, in its order
 
     # ------------------------------------------------------------------ episodes
     def _chain(self, row: int, s: int) -> Chain | None:
@@ -119,84 +124,99 @@ class BatchGroup:
                 seen[row] = chain.reset(first[i], episode_seed_sequence(
                     self.seed, episode, self.names[s]), self.seed + episode)
             self.job[row] = job
+            self.ids[row] = s * len(self.indices) + job[1]
             started.append(job)
             deciding.append(row)
         self.running[free] = True
         self.steps[free] = 0
         self.ret[free] = 0.0
-        self.filled[free] = 0
+        self.start[free] = self.tick
 
-    def _record(self, rows: np.ndarray, rewards: np.ndarray) -> None:
-        """Each running row's reward of this env step, in its trace."""
-        at = self.filled[rows]
-        if at.max(initial=0) >= self.trace.shape[1]:
-            self.trace = np.concatenate([self.trace, np.zeros_like(self.trace)], axis=1)
-        self.trace[rows, at] = rewards
-        self.filled[rows] = at + 1
+    def _record(self, rewards: np.ndarray) -> None:
+        """This tick's rewards, every row's: a running row's trace is its column from the
+        tick its episode started (:meth:`_finish`)."""
+        at = self.tick - self.base
+        if at == len(self.rewards):  # full: drop the ticks no running episode needs
+            first = int(self.start[self.running].min(initial=self.tick))
+            kept = self.rewards[first - self.base:at]
+            size = len(self.rewards) * (2 if 2 * len(kept) >= len(self.rewards) else 1)
+            self.rewards = np.zeros((size, self.kind.num_envs))
+            self.rewards[:len(kept)] = kept
+            self.base, at = first, len(kept)
+        self.rewards[at] = rewards
+        self.tick += 1
 
     def _finish(self, row: int, capped: bool, terminated: bool, last: Any) -> Finished:
         job = self.job[row]
         assert job is not None  # a running row has its job
         self.running[row] = False
         self.job[row] = None
-        n = int(self.filled[row])
-        return Finished(job, float(self.ret[row]), int(self.steps[row]), n, capped,
-                        self.trace[row, :n].copy(), terminated, last)
+        first = int(self.start[row]) - self.base
+        trace = self.rewards[first:self.tick - self.base, row].copy()
+        return Finished(job, float(self.ret[row]), int(self.steps[row]), len(trace), capped,
+                        trace, terminated, last)
 
     def step(self, actions: Any, jobs: Sequence[Job] = ()) -> Reply:
         """Give each row of the last reply its action (``actions[i]`` for its row ``i``),
         queue ``jobs``, and tick the batch until some row's agent decides (see the module)."""
-        # The hot path: numpy over the rows, Python only for the rows with wrappers.
+        # The hot path: numpy over whole rows, Python only for the rows with wrappers.
         self.queue.extend(jobs)
-        if self.deciding:
-            given = np.flatnonzero(~self.chained[self.deciding])
-            rows = np.asarray(self.deciding)
-            self.actions[rows[given]] = np.asarray(actions)[given]
+        rows = self.deciding
+        if len(rows):
+            chained = self.chained[rows]
             self.left[rows] = 1
             self.held[rows] = 0.0
-            for i in np.flatnonzero(self.chained[rows]).tolist():
-                row = self.deciding[i]
-                self.actions[row], self.left[row] = self.chain[row].decide(  # type: ignore[union-attr]
-                    actions[i])
+            if not chained.any():
+                self.actions[rows] = actions
+            else:
+                plain = ~chained
+                self.actions[rows[plain]] = np.asarray(actions)[plain]
+                for i in np.flatnonzero(chained).tolist():
+                    row = int(rows[i])
+                    self.actions[row], self.left[row] = self.chain[row].decide(  # type: ignore[union-attr]
+                        actions[i])
         started: list[Job] = []
         finished: list[Finished] = []
-        deciding: list[int] = []
-        self._fill(started, deciding)
-        while not deciding and self.running.any():
+        fresh: list[int] = []
+        going = _NONE
+        self._fill(started, fresh)
+        run = self.running
+        while not fresh and not len(going) and run.any():
             obs, rewards, terminated, truncated = self._tick()
-            rows = np.flatnonzero(self.running)
-            got = rewards[rows]
-            if not np.isfinite(got).all():
-                bad = int(rows[np.flatnonzero(~np.isfinite(got))[0]])
+            if not np.isfinite(rewards[run]).all():
+                bad = int(np.flatnonzero(run & ~np.isfinite(rewards))[0])
                 raise self._fail(bad, f"{self.kind.label} returned a non-finite reward "
                                       f"{rewards[bad]}")
-            self.held[rows] += got
-            self._record(rows, got)
-            self.left[rows] -= 1
-            over = terminated[rows] | truncated[rows]
-            due = (self.left[rows] == 0) | over
-            rows, over = rows[due], over[due]  # the rows whose agent step is complete
-            if not len(rows):
+            np.add(self.held, rewards, out=self.held, where=run)
+            self._record(rewards)
+            self.left -= run
+            over = (terminated | truncated) & run
+            due = np.flatnonzero(run & ((self.left <= 0) | over))  # agent steps complete
+            if not len(due):
                 continue
-            self.steps[rows] += 1
-            self.ret[rows] += self.held[rows]
+            self.steps[due] += 1
+            self.ret[due] += self.held[due]
             seen = self.seen
             assert seen is not None  # made at the first reset
-            seen[rows] = obs[rows]
-            for row in rows[self.chained[rows]].tolist():
+            seen[due] = obs[due]
+            for row in due[self.chained[due]].tolist():
                 seen[row] = self.chain[row].observe(obs[row])
-            ending = over | (self.steps[rows] >= self.max_steps)
-            for row, cut in zip(rows[ending].tolist(), (~over[ending]).tolist(), strict=True):
-                finished.append(self._finish(row, cut, bool(terminated[row]), seen[row].copy()))
-            going = rows[~ending]
-            self.held[going] = 0.0
-            deciding.extend(going.tolist())
-            self._fill(started, deciding)
-        self.deciding = deciding
-        return Reply([self.job[row] for row in deciding],  # type: ignore[misc]
-                     self._batch(deciding) if deciding else None,
-                     [int(self.steps[row]) for row in deciding], started, finished,
-                     len(self.queue))
+            ending = over[due] | (self.steps[due] >= self.max_steps)
+            if ending.any():
+                for row in due[ending].tolist():
+                    finished.append(self._finish(row, not over[row], bool(terminated[row]),
+                                                 seen[row].copy()))
+                going = due[~ending]
+                self._fill(started, fresh)
+            else:
+                going = due
+        self.deciding = deciding = np.concatenate([going, fresh]).astype(np.int64, copy=False)
+        if not len(deciding):
+            return Reply([], None, [], started, finished, len(self.queue))
+        picked: Any = itemgetter(*deciding.tolist())(self.job)  # a tuple of jobs, or one job
+        return Reply(list(picked) if len(deciding) > 1 else [picked], self._batch(deciding),
+                     self.steps[deciding].tolist(), started, finished, len(self.queue),
+                     ids=self.ids[deciding])
 
     def _tick(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         try:
@@ -217,7 +237,7 @@ class BatchGroup:
         return RolloutError(f"{what} at {where(name, episode, self.seed, step)}",
                             scenario=name, episode=episode, step=step)
 
-    def _batch(self, rows: list[int]) -> Any:
+    def _batch(self, rows: np.ndarray) -> Any:
         """What the deciding ``rows`` see, as one batch of the declared shape."""
         assert self.seen is not None  # made at the first reset
         batch = self.seen[rows]

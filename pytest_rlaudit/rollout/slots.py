@@ -89,6 +89,9 @@ class Reply:
     #: running episodes whose agent restarts within them (an Atari life lost: see
     #: :data:`~pytest_rlaudit.world.atari.LIVES_LOST`)
     restarted: list[Job] = field(default_factory=list)
+    #: each row's job as one number (scenario x episodes + episode), where the group
+    #: has them at hand (a lock-step batch); else the driver counts them
+    ids: np.ndarray | None = None
 
 
 class _StepCounter(gym.Wrapper):

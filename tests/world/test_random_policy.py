@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -32,7 +34,9 @@ def test_actions_are_each_episodes_own_sample_stream(space):
     policy.bind(OBS, space)
     assert (policy._uniform is not None) == (space in FAST)
     states = [policy.initial_state(np.random.SeedSequence([7, i])) for i in range(5)]
-    twins = [policy.initial_state(np.random.SeedSequence([7, i])) for i in range(5)]
+    twins = [copy.deepcopy(space) for _ in range(5)]  # Space.sample's own stream, seeded
+    for i, twin in enumerate(twins):  # as the policy seeds each episode's
+        twin.seed(int(np.random.SeedSequence([7, i]).generate_state(1, dtype=np.uint32)[0]))
     for _ in range(40):
         actions, states = policy.act(np.zeros((5, 2)), states)
         expected = np.stack([np.asarray(t.sample()) for t in twins])

@@ -7,6 +7,7 @@ from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.utils.seeding import np_random
 
 from ...errors import PolicyError
 from .base import BasePolicy
@@ -56,11 +57,19 @@ class RandomPolicy(BasePolicy):
         super().bind(observation_space, action_space)
         self._uniform = _uniform_bounds(action_space)
 
-    def initial_state(self, seed: np.random.SeedSequence) -> spaces.Space[Any]:
+    def initial_state(self, seed: np.random.SeedSequence) -> Any:
         if self.action_space is None:
             raise PolicyError("RandomPolicy must be bound to an action space before use")
-        space = copy.deepcopy(self.action_space)
-        space.seed(int(seed.generate_state(1, dtype=np.uint32)[0]))
+        own = int(seed.generate_state(1, dtype=np.uint32)[0])
+        # what `space.seed(own)` gives a copy of the space, without copying it (a copy per
+        # episode is most of a random episode's cost on a batch of short ones)
+        if self._uniform is not None:
+            return _Drawn(np_random(own)[0])
+        space = self.action_space
+        if type(space) is spaces.Discrete:
+            return spaces.Discrete(int(space.n), seed=own, start=int(space.start))
+        space = copy.deepcopy(space)
+        space.seed(own)
         return space
 
     def act(self, obs: np.ndarray, states: list[Any] | None) -> tuple[np.ndarray, list[Any]]:
@@ -74,6 +83,16 @@ class RandomPolicy(BasePolicy):
         draws = np.stack([s.np_random.random(len(low)) for s in states])
         rows = low + span * draws
         return rows.reshape((len(states), *space.shape)).astype(space.dtype, copy=False), states
+
+
+class _Drawn:
+    """A float Box's random state: its generator alone (what :meth:`RandomPolicy.act`
+    draws from on that space's fast path)."""
+
+    __slots__ = ("np_random",)
+
+    def __init__(self, generator: np.random.Generator) -> None:
+        self.np_random = generator
 
 
 def _uniform_bounds(space: spaces.Space[Any]) -> tuple[np.ndarray, np.ndarray] | None:

@@ -28,10 +28,12 @@ import gymnasium as gym
 import numpy as np
 
 from ...errors import PerturbationError
+from ..envs import AuditEnv
 from ..perturbations import Perturbation, seed_perturbations
 from ..scenario import Scenario
+from ..scenarios import check_applicable
 
-__all__ = ["Mailbox", "Chain", "check_batchable"]
+__all__ = ["Mailbox", "Chain", "check_batchable", "check_scenarios"]
 
 
 class Mailbox(gym.Env):
@@ -68,12 +70,19 @@ class Chain:
                  label: str) -> None:
         self.name = scenario.name
         self.box = Mailbox(*spaces)
-        self.env = scenario.wrap(self.box)
+        made = scenario.perturbation
+        if isinstance(made, type) and not (issubclass(made, Perturbation) and made.LOCKSTEP):
+            raise PerturbationError(_refusal(scenario, made, label))  # before it is built
+        try:
+            self.env = scenario.wrap(self.box)
+        except PerturbationError as exc:  # it refused the batch's spaces: say whose
+            raise PerturbationError(f"scenario {scenario.name!r} cannot run on {label}: "
+                                    f"{exc}") from exc
         layers: list[Perturbation] = []
         current: Any = self.env
         while current is not self.box:
             if not isinstance(current, Perturbation) or not current.LOCKSTEP:
-                raise PerturbationError(_refusal(scenario, current, label))
+                raise PerturbationError(_refusal(scenario, type(current), label))
             layers.append(current)
             current = current.env  # type: ignore[attr-defined]  # a gym.Wrapper's
         if any(layer.TIMING for layer in layers[:-1]):
@@ -115,14 +124,13 @@ class Chain:
         return obs
 
 
-def _refusal(scenario: Scenario, layer: Any, label: str) -> str:
-    kind = type(layer).__name__
-    physics = {"Dynamics", "Push"}
-    if kind in physics:
+def _refusal(scenario: Scenario, made: type, label: str) -> str:
+    kind = made.__name__
+    if kind in ("Dynamics", "Push"):
         why = (f"its perturbation ({kind}) changes the env's physics, which needs each env's "
                f"own model; {label} steps its envs together and gives no per-env access to "
                "their physics")
-    elif getattr(layer, "attach_policy", None) is not None:
+    elif getattr(made, "attach_policy", None) is not None:
         why = f"its perturbation ({kind}) attacks the agent inside each env's step"
     else:
         why = (f"its perturbation ({kind}) acts inside the env's step; a batch runs only "
@@ -145,3 +153,15 @@ def check_batchable(scenarios: Any, spaces: tuple[gym.Space[Any], gym.Space[Any]
             problems.append(str(exc))
     if problems:
         raise PerturbationError("; ".join(problems))
+
+
+def check_scenarios(scenarios: Any, env: AuditEnv) -> None:
+    """Before any episode: a :class:`~pytest_rlaudit.errors.PerturbationError` naming each
+    of ``scenarios`` that cannot run on ``env``: on the batch the user gave, if any
+    (:func:`check_batchable`), else on one env each (its wrappers' own checks,
+    :func:`~pytest_rlaudit.world.scenarios.check_applicable`)."""
+    given = env.batch.given if env.batch is not None else None
+    if given is not None:
+        check_batchable(scenarios, (given.observation_space, given.action_space), given.label)
+    else:
+        check_applicable(scenarios, env.make)

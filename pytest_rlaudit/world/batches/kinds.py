@@ -85,7 +85,8 @@ def _split(result: tuple[Any, ...], label: str) -> tuple[Any, np.ndarray, np.nda
     if not isinstance(result, tuple) or len(result) not in (4, 5):
         raise EnvContractError(
             f"{label}: step() must return (obs, rewards, terminated, truncated), with an "
-            f"optional fifth item, got {type(result).__name__}")
+            "optional fifth item, got "
+            + (f"{len(result)} items" if isinstance(result, tuple) else type(result).__name__))
     obs, rewards, terminated, truncated = result[:4]
     return (obs, as_numpy(rewards).astype(np.float64, copy=False).reshape(-1),
             as_numpy(terminated).astype(bool, copy=False).reshape(-1),

@@ -1,25 +1,5 @@
 """The :class:`BatchedEnv` protocol: what a batched simulator gives an audit.
 
-GPU simulators (Isaac Lab, mjlab, MuJoCo Playground, Brax) step thousands of envs in one
-call. An audit runs on one through four members, which a thin adapter around the
-simulator provides:
-
-- ``num_envs``: the number of envs the simulator steps together;
-- ``single_observation_space`` and ``single_action_space``: the spaces of ONE env (a
-  ``Dict`` observation space with a ``"policy"`` key is read at that key, as Isaac Lab's
-  ``obs["policy"]``);
-- ``reset(env_ids, seeds)``: reset the envs ``env_ids`` (an int array), env
-  ``env_ids[i]`` with seed ``seeds[i]``, and return their first observations (rows in the
-  order of ``env_ids``). The seed must fix everything random in that episode's start:
-  that is what makes the audit's episodes paired and reproducible;
-- ``step(actions)``: step every env with ``actions`` (one row per env, a numpy array)
-  and return ``(obs, rewards, terminated, truncated)`` (or a fifth item, ignored), one
-  row per env. Envs that end may reset themselves inside ``step`` as Isaac Lab's do: the
-  audit resets them again with their next episode's seed.
-
-Arrays may be numpy arrays or torch tensors (on any device: they are copied to the CPU).
-The audit never calls anything else, and never steps an env's episode past its end.
-
 >>> import numpy as np
 >>> from gymnasium import spaces
 >>> class Still:
@@ -50,7 +30,27 @@ POLICY_KEY = "policy"
 
 @runtime_checkable
 class BatchedEnv(Protocol):
-    """A batched simulator as an audit drives it (see the module)."""
+    """A batched simulator as an audit drives it: ``audit(agent, env)`` takes any object
+    with these members (a thin adapter around Isaac Lab, mjlab, MuJoCo Playground, Brax).
+
+    - ``num_envs``: the number of envs the simulator steps together;
+    - ``single_observation_space`` and ``single_action_space``: the spaces of ONE env (a
+      ``Dict`` observation space with a ``"policy"`` key is read at that key, as Isaac
+      Lab's ``obs["policy"]``);
+    - ``reset(env_ids, seeds)``: reset the envs ``env_ids`` (an int array), env
+      ``env_ids[i]`` with seed ``seeds[i]``, and return their first observations, rows in
+      the order of ``env_ids``. The seed must fix everything random in that episode's
+      start: that is what makes the audit's episodes paired and reproducible;
+    - ``step(actions)``: step every env with ``actions`` (a numpy array, one row per env)
+      and return ``(obs, rewards, terminated, truncated)`` (a fifth item, such as Isaac
+      Lab's ``extras``, is ignored), one row per env. Envs that end may reset themselves
+      inside ``step`` as Isaac Lab's do: the audit resets them with its next seed.
+
+    Arrays may be numpy arrays or torch tensors on any device (they are copied to the
+    CPU). The audit calls nothing else, and never steps an episode past its end. An
+    example on the CPU: ``examples/batched_cartpole.py`` (how-to "Vector envs and GPU
+    simulators").
+    """
 
     num_envs: int
     single_observation_space: Any

@@ -67,6 +67,7 @@ class StickyAction(Perturbation, _GymStickyAction):
 
     PARAMS = ranges(p=Param("number", high=1.0, high_open=True))
     NOOP = ({"p": 0},)
+    LOCKSTEP = True
 
     def __init__(self, env: gym.Env, p: float = 0.25, duration: int | tuple[int, int] = 1) -> None:
         p = self._argument("p", p)
