@@ -220,6 +220,64 @@ def fmt_s(x: float) -> str:
 # ---------------------------------------------------------------------------------- main
 
 
+def run_paths(model, episodes: int, seed: int, repeats: int, peer: bool) -> None:
+    """The default suite's audit on the vector path (``"CartPole-v1"``: gymnasium's
+    CartPoleVectorEnv, all jobs in one lock-step batch) beside the scalar path (a factory
+    of one env: one gymnasium env per slot) and beside deltatau-audit 0.6.2 on the same
+    model, scenarios and episode count (benchmarks/peer_deltatau.py), interleaved, back to
+    back, each warmed up. The vector path's returns must equal the scalar path's, scenario
+    by scenario and episode by episode (bit for bit)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from peer_deltatau import available, run_peer
+
+    def vector():
+        return audit(model, ENV_ID, scenarios=None, episodes=episodes, seed=seed)
+
+    def scalar():
+        return audit(model, lambda: gym.make(ENV_ID), scenarios=None, episodes=episodes,
+                     seed=seed)
+
+    reason = available() if peer else "skipped (--no-peer)"
+    ways = {"vector": vector, "scalar": scalar}
+    if reason is None:
+        ways["deltatau-audit"] = lambda: run_peer(str(MODEL), ENV_ID, episodes=episodes, seed=seed)
+        run_peer(str(MODEL), ENV_ID, episodes=2, seed=seed)  # warm-up
+    for way in ("vector", "scalar"):
+        audit(model, ENV_ID if way == "vector" else (lambda: gym.make(ENV_ID)),
+              scenarios=None, episodes=2, seed=seed)  # warm-up
+    times: dict[str, list[float]] = {w: [] for w in ways}
+    results = {}
+    for rep in range(repeats):
+        order = list(ways)
+        order = order[rep % len(order):] + order[:rep % len(order)]
+        for w in order:
+            start = time.perf_counter()
+            results[w] = ways[w]()
+            elapsed = time.perf_counter() - start
+            times[w].append(results[w]["seconds"] if w == "deltatau-audit" else elapsed)
+    vec, sca = results["vector"], results["scalar"]
+    for name in vec.scenarios:
+        a, b = vec.scenarios[name].returns, sca.scenarios[name].returns
+        if not np.array_equal(a, b):
+            raise SystemExit(f"vector and scalar returns of {name!r} differ at episodes "
+                             f"{np.flatnonzero(np.asarray(a) != np.asarray(b)).tolist()}")
+    print(f"\nCartPole audit, nominal + {len(vec.scenarios)} timing scenarios "
+          f"({', '.join(n for n in vec.scenarios if n != 'nominal')}), {episodes} episodes "
+          f"each, seed {seed}; medians of {repeats} interleaved repeats, each way warmed up")
+    print("vector returns == scalar returns, per scenario and episode (bit for bit): OK")
+    med = {w: statistics.median(v) for w, v in times.items()}
+    for w in ways:
+        print(f"  {w:15s} {med[w]:7.3f} s  (min {min(times[w]):.3f}, max {max(times[w]):.3f})")
+    print(f"  vector path: {med['scalar'] / med['vector']:.2f}x the scalar path")
+    if reason is None:
+        ratio = med["deltatau-audit"] / med["vector"]
+        print(f"  vector path: {ratio:.1f}x deltatau-audit 0.6.2 (target >= 25x: "
+              f"{'met' if ratio >= 25 else 'NOT met'}); scalar path: "
+              f"{med['deltatau-audit'] / med['scalar']:.1f}x")
+    else:
+        print(f"  deltatau-audit: {reason}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--episodes", type=int, default=30)
@@ -235,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="torch.set_num_threads(N) for the raw and naive loops (default 1, as "
                          "audit() uses); 0 leaves torch's default")
     ap.add_argument("--no-sweep", action="store_true", help="skip the batch-size sweep")
+    ap.add_argument("--no-peer", action="store_true",
+                    help="skip deltatau-audit in the vector/scalar/peer comparison")
+    ap.add_argument("--paths-only", action="store_true",
+                    help="only the vector/scalar/peer comparison")
     ap.add_argument("--profile", action="store_true",
                     help="also cProfile one audit() call and print the top functions")
     args = ap.parse_args(argv)
@@ -262,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     model = PPO.load(MODEL, device="cpu")
     print(f"model load (excluded): {time.perf_counter() - t0:.2f} s")
+    run_paths(model, episodes, seed, args.repeats, peer=not args.no_peer)
+    if args.paths_only:
+        return 0
 
     # Warm-up (untimed), the reference returns and the calibrated scenarios.
     _, ref, result = run_audit(model, episodes, seed, args.batch_size)

@@ -19,17 +19,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .options import Settings
+from .stash_keys import RECORD_KEY, SAME_AS_KEY
 
 if TYPE_CHECKING:
-    from ..auditing.records import Gate, Record
+    from ..auditing.records import Gate
     from ..auditing.settings import AuditSettings
     from ..world.scenarios import Scenario
     from .runs import RunsAudit
 
 __all__ = ["ItemAudits", "RECORD_KEY", "SAME_AS_KEY"]
 
-RECORD_KEY: pytest.StashKey[Record] = pytest.StashKey()
-SAME_AS_KEY = pytest.StashKey[str]()  # the item whose error this item's repeats
 
 
 class ItemAudits:

@@ -30,6 +30,7 @@ import pytest
 from .markers import MarkerError, replay_marker
 from .reporting import guarded
 from .rootdir import audit_nodeid
+from .stash_keys import PROPERTIES_KEY, RECORD_KEY
 from .xdist import is_worker
 
 __all__ = ["REPLAY_KEY", "RECORDED_KEY", "ReplayItem", "ReplayCollector", "ReplayHooks",
@@ -232,7 +233,7 @@ def record_audited(config: pytest.Config, item: pytest.Item, scenario: Any, agen
 
     plugin = _session(config)
     folder = plugin.settings.record
-    audited: Record | None = item.stash.get(_record_key(), None)
+    audited: Record | None = item.stash.get(RECORD_KEY, None)
     if not folder or audited is None or "runs" in audited or not audited.get("seeds"):
         return
     from ..auditing.recorder import record
@@ -255,19 +256,13 @@ def record_safely(config: pytest.Config, item: pytest.Item, scenario: Any,
                   agent: Callable[[], Any], env: Callable[[], Any]) -> None:
     """:func:`record_audited`, an error in it kept for the report (one line in the rl
     audit section that fails the run), never the test's own outcome."""
-    if not _session(config).settings.record or _record_key() not in item.stash:
+    if not _session(config).settings.record or RECORD_KEY not in item.stash:
         return
     from .reporting import caught
 
     problems = item.stash.setdefault(PROBLEMS_KEY, [])
     with caught(problems, f"--rl-record of {item.nodeid}"):
         record_audited(config, item, scenario, agent(), env())
-
-
-def _record_key() -> Any:
-    from .audits import RECORD_KEY
-
-    return RECORD_KEY
 
 
 # ------------------------------------------------------------------------ the hooks
@@ -315,7 +310,6 @@ class ReplayHooks:
 
             with caught(problems, f"the rl replay record of {item.nodeid}"):
                 from . import junit
-                from .session import PROPERTIES_KEY
 
                 properties = junit.replay_properties(record)
                 item.stash.setdefault(PROPERTIES_KEY, []).extend(properties)

@@ -16,14 +16,26 @@ from __future__ import annotations
 import glob
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from .options import Settings
+from .stash_keys import RECORD_KEY
 
 if TYPE_CHECKING:
-    from .audits import ItemAudits
+    from ..auditing.records import Gate
+
+
+class ItemAudits(Protocol):
+    """What a runs audit asks of the session's audits (:class:`.audits.ItemAudits` has it;
+    named here so that this module does not import that one, which imports this one)."""
+
+    settings: Settings
+
+    def default_env(self) -> Any: ...
+
+    def gate(self, item: pytest.Item, scenario: Any) -> Gate | None: ...
 
 __all__ = ["is_pattern", "resolve_agent", "RunsAudit"]
 
@@ -126,7 +138,6 @@ class RunsAudit:
         from ..auditing.records import runs_record
         from ..errors import RobustnessError
         from ..verdicts.runs import runs_verdict
-        from .audits import RECORD_KEY
 
         result = self.result(audits, scenarios)
         gate = audits.gate(item, scenario)

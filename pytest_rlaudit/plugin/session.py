@@ -22,7 +22,7 @@ import pytest
 
 from .._capture import capture_checks
 from . import fixtures, junit
-from .audits import RECORD_KEY, SAME_AS_KEY, ItemAudits
+from .audits import ItemAudits
 from .items import (
     ErrorCollector,
     ScenarioCollector,
@@ -37,6 +37,7 @@ from .replays import check_replay_options, replay_collector
 from .reporting import caught, fail_run, guarded
 from .rootdir import audit_nodeid
 from .runs import RunsAudit, resolve_agent
+from .stash_keys import PROPERTIES_KEY, RECORD_KEY, SAME_AS_KEY
 from .switch import AGENT_ONLY_LINE, SKIP_REASON, agent_only, skipped_line, switch
 from .terminal import write_lines
 from .xdist import is_worker
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["AuditSession", "RECORD_KEY"]
 
 CHECKS_KEY = pytest.StashKey[list[Any]]()
-PROPERTIES_KEY = pytest.StashKey[list[tuple[str, object]]]()  # the JUnit properties we added
 
 
 class AuditSession:

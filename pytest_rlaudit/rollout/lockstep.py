@@ -79,7 +79,9 @@ class BatchGroup:
         self.rewards = np.zeros((64, n))  # every row's reward by tick, from tick `base` on
         self.tick = self.base = 0
         self.start = np.zeros(n, dtype=np.int64)  # the tick each row's episode started at
-        self.chained = np.zeros(n, dtype=bool)  # rows whose scenario has wrappers
+        # rows whose scenario's wrappers change the action (or its hold), what is seen
+        self.decides = np.zeros(n, dtype=bool)
+        self.observes = np.zeros(n, dtype=bool)
         self.seen: np.ndarray | None = None  # what each row's agent saw last (made at the first reset)
         self.deciding = _NONE  # the rows of the last reply, in its order
 
@@ -119,7 +121,8 @@ class BatchGroup:
         for i, (row, job, episode) in enumerate(zip(free.tolist(), jobs, episodes, strict=True)):
             s = job[0]
             chain = self.chain[row] = self._chain(row, s)
-            self.chained[row] = chain is not None
+            self.decides[row] = chain is not None and chain.decides
+            self.observes[row] = chain is not None and chain.observes
             if chain is not None:
                 seen[row] = chain.reset(first[i], episode_seed_sequence(
                     self.seed, episode, self.names[s]), self.seed + episode)
@@ -163,18 +166,13 @@ class BatchGroup:
         self.queue.extend(jobs)
         rows = self.deciding
         if len(rows):
-            chained = self.chained[rows]
             self.left[rows] = 1
             self.held[rows] = 0.0
-            if not chained.any():
-                self.actions[rows] = actions
-            else:
-                plain = ~chained
-                self.actions[rows[plain]] = np.asarray(actions)[plain]
-                for i in np.flatnonzero(chained).tolist():
-                    row = int(rows[i])
-                    self.actions[row], self.left[row] = self.chain[row].decide(  # type: ignore[union-attr]
-                        actions[i])
+            self.actions[rows] = actions
+            chained = np.flatnonzero(self.decides[rows])
+            chain = self.chain
+            for i, row in zip(chained.tolist(), rows[chained].tolist(), strict=True):
+                self.actions[row], self.left[row] = chain[row].decide(actions[i])
         started: list[Job] = []
         finished: list[Finished] = []
         fresh: list[int] = []
@@ -199,8 +197,9 @@ class BatchGroup:
             seen = self.seen
             assert seen is not None  # made at the first reset
             seen[due] = obs[due]
-            for row in due[self.chained[due]].tolist():
-                seen[row] = self.chain[row].observe(obs[row])
+            chain = self.chain
+            for row in due[self.observes[due]].tolist():
+                seen[row] = chain[row].observe(obs[row])
             ending = over[due] | (self.steps[due] >= self.max_steps)
             if ending.any():
                 for row in due[ending].tolist():

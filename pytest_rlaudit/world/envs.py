@@ -27,7 +27,8 @@ from gymnasium.envs.registration import EnvSpec, parse_env_id
 from .._imports import import_module
 from ..errors import RLAuditError, RolloutError, UnknownEnvError
 from .atari import register_ale
-from .batches.kinds import BatchSource, RowView, given_batch, vector_entry
+from .batches.given import given_batch
+from .batches.kinds import BatchSource, RowView, vector_entry
 from .mujoco_log import mujoco_warnings
 
 __all__ = ["EnvLike", "AuditEnv", "env_spec"]

@@ -21,6 +21,7 @@ import gymnasium as gym
 
 from ..errors import PerturbationError
 from . import perturbations as P
+from . import schedules
 from .perturbations.base import check_params, noop_params
 from .schedules import Schedule
 
@@ -213,3 +214,6 @@ class Scenario:
             return NotImplemented
         return (self.name, self.category, self.perturbation, dict(self.params)) == (
             other.name, other.category, other.perturbation, dict(other.params))
+
+
+schedules.scenario_of = Scenario.from_schedule  # what Schedule.as_scenario builds (see there)

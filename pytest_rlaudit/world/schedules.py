@@ -35,8 +35,9 @@ gymnasium nor numpy. How a channel's argument is read is in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from . import schedule_words as words
 from .schedule_channels import (
@@ -50,10 +51,12 @@ from .schedule_channels import (
     parse_runs,
 )
 
-if TYPE_CHECKING:  # a schedule is data: scenarios build on it, not it on them
-    from .scenario import Category, Scenario
-
 __all__ = ["Schedule", "CHANNELS", "NOMINAL_SETTINGS"]
+
+#: ``Scenario.from_schedule``, set by :mod:`.scenario` as it is imported: a schedule is
+#: data that scenarios build on, so this module never imports that one (no circle through
+#: the timing wrappers, which read schedules); :meth:`Schedule.as_scenario` calls it.
+scenario_of: Callable[..., Any] | None = None
 
 
 class Schedule:
@@ -291,12 +294,13 @@ class Schedule:
         """
         return words.describe(self._runs, self.period)
 
-    def as_scenario(self, name: str = "schedule", category: Category = "custom") -> Scenario:
+    def as_scenario(self, name: str = "schedule", category: str = "custom") -> Any:
         """``Scenario.from_schedule(self, name, category)``: this schedule as a scenario.
 
         >>> Schedule(speed=3).as_scenario("slow").name
         'slow'
         """
-        from .scenario import Scenario  # a schedule is data: scenarios build on it
-
-        return Scenario.from_schedule(self, name, category)
+        if scenario_of is None:  # only this module imported so far: bring the scenarios in
+            importlib.import_module(__package__ + ".scenario")
+        assert scenario_of is not None  # registered by that import
+        return scenario_of(self, name, category)

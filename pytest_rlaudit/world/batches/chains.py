@@ -97,6 +97,10 @@ class Chain:
                 "run every scenario, so a perturbation has to keep them")
         self.layers = layers
         self.inner = list(reversed(layers))
+        # whether any layer changes the action or its hold, or what the agent sees: a batch
+        # calls only the hooks that do something (most scenarios act on one side)
+        self.decides = any(type(x).decide is not Perturbation.decide for x in layers)
+        self.observes = any(type(x).observe is not Perturbation.observe for x in layers)
         if len(layers) == 1:  # the registry's scenarios: the wrapper's own hooks, no loop
             self.decide = layers[0].decide  # type: ignore[method-assign]
             self.observe = layers[0].observe  # type: ignore[method-assign]

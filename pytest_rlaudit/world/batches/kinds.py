@@ -34,7 +34,7 @@ from ...errors import EnvContractError
 from .protocol import POLICY_KEY, BatchedEnv
 
 __all__ = ["BatchKind", "BatchSource", "CartPoleRows", "VectorRows", "ProtocolRows", "RowView",
-           "as_numpy", "given_batch", "vector_entry"]
+           "as_numpy", "vector_entry"]
 
 
 def as_numpy(value: Any) -> np.ndarray:
@@ -226,20 +226,6 @@ class BatchSource:
 
     make: Callable[[int], BatchKind] | None = None
     given: BatchKind | None = None
-
-
-def given_batch(env: Any) -> BatchKind | None:
-    """``env`` as a batch kind if it is one an audit takes as given (a
-    ``gymnasium.vector.VectorEnv``, a :class:`~.protocol.BatchedEnv`), else None."""
-    if isinstance(env, gym.vector.VectorEnv):
-        from .envpool_rows import EnvpoolRows, is_envpool  # its module imports no envpool
-
-        return EnvpoolRows(env) if is_envpool(env) else VectorRows(env)
-    if isinstance(env, BatchKind):
-        return env
-    if not isinstance(env, gym.Env) and isinstance(env, BatchedEnv):
-        return ProtocolRows(env)
-    return None
 
 
 class RowView(gym.Env):

@@ -107,7 +107,7 @@ def noisy_observation(obs: Any, sigma: float | np.ndarray, rng: np.random.Genera
     obs = np.asarray(obs)
     noise = rng.standard_normal(obs.shape)
     noisy: np.ndarray
-    if not np.issubdtype(obs.dtype, np.integer):
+    if obs.dtype.kind not in "iu":  # np.issubdtype(dtype, np.integer), at a tenth the cost
         noisy = (obs + sigma * noise).astype(obs.dtype, copy=False)
     else:
         low, high = space.low.astype(np.float64), space.high.astype(np.float64)
@@ -119,6 +119,8 @@ def held_frame(obs: Any) -> Any:
     """``obs`` as a wrapper keeps it to show again later (a delayed or frozen frame): a
     copy of an array, since an env may render every frame into one reused buffer and
     the held frame must stay the frame it was; other observations are kept as they are."""
+    if type(obs) is np.ndarray:  # first: a batch holds a frame per row at every step
+        return obs.copy()
     if isinstance(obs, Mapping):  # a Dict observation: each array held as above
         return {key: held_frame(value) for key, value in obs.items()}
     return obs.copy() if isinstance(obs, np.ndarray) else obs

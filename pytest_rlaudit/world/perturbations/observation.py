@@ -137,6 +137,8 @@ class ObservationNoise(Perturbation, gym.Wrapper):
         self.noise_std: Any = self._std[None] if None in self._std else dict(self._std)
 
     def observe(self, obs: Any) -> Any:
+        if self.observed.keys is None:  # an array: no map (a batch calls this per row)
+            return noisy_observation(obs, self._std[None], self.rng, self._boxes[None])
         return self.observed.map(obs, lambda key, part: noisy_observation(
             part, self._std[key], self.rng, self._boxes[key]))
 
