@@ -68,6 +68,13 @@ def audit(
     ``ratio = (mean(perturbed) - ref) / (mean(nominal) - ref)``. ``thresholds`` sets the
     rating scale (default PASS > 0.95, MILD > 0.80, DEGRADED > 0.50).
 
+    ``env`` is an id, an ``EnvSpec`` or a factory of one env; or a batch, run as one
+    lock-step batch with the same seeds and pairing: a ``gymnasium.vector.VectorEnv``
+    (envpool's pools too) or a :class:`~pytest_rlaudit.BatchedEnv` (a GPU simulator's
+    adapter). CartPole ids run on gymnasium's vector env by themselves, with the numbers
+    of one env per slot; ``batch_size`` (None: every episode at once there, up to 4,096;
+    else 128 env slots) is the rows. See the how-to "Vector envs and GPU simulators".
+
     ``workers`` (a count or ``"auto"``) runs the episodes in that many processes, each
     with its own copy of the agent; ``backend="ray"`` runs shards of the episodes
     on Ray actors (``workers`` of them; default: the cluster's CPUs). Neither changes a

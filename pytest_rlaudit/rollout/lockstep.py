@@ -37,6 +37,7 @@ from ..errors import EnvContractError, RLAuditError, RolloutError
 from ..world.batches.chains import Chain
 from ..world.batches.kinds import BatchKind
 from ..world.scenarios import Scenario
+from . import calls
 from .checks import ObservationContract, where
 from .slots import Finished, Job, Reply
 
@@ -74,7 +75,7 @@ class BatchGroup:
         self.left = np.zeros(n, dtype=np.int64)  # env steps left in the held action
         self.held = np.zeros(n, dtype=np.float64)  # reward of the agent step under way
         self.ret = np.zeros(n, dtype=np.float64)
-        self.steps = np.zeros(n, dtype=np.int64)  # agent steps
+        self.agent_steps = np.zeros(n, dtype=np.int64)  # each row's agent steps
         self.actions = kind.idle_actions()  # each row's action, held
         self.rewards = np.zeros((64, n))  # every row's reward by tick, from tick `base` on
         self.tick = self.base = 0
@@ -131,7 +132,7 @@ class BatchGroup:
             started.append(job)
             deciding.append(row)
         self.running[free] = True
-        self.steps[free] = 0
+        self.agent_steps[free] = 0
         self.ret[free] = 0.0
         self.start[free] = self.tick
 
@@ -156,7 +157,7 @@ class BatchGroup:
         self.job[row] = None
         first = int(self.start[row]) - self.base
         trace = self.rewards[first:self.tick - self.base, row].copy()
-        return Finished(job, float(self.ret[row]), int(self.steps[row]), len(trace), capped,
+        return Finished(job, float(self.ret[row]), int(self.agent_steps[row]), len(trace), capped,
                         trace, terminated, last)
 
     def step(self, actions: Any, jobs: Sequence[Job] = ()) -> Reply:
@@ -192,7 +193,7 @@ class BatchGroup:
             due = np.flatnonzero(run & ((self.left <= 0) | over))  # agent steps complete
             if not len(due):
                 continue
-            self.steps[due] += 1
+            self.agent_steps[due] += 1
             self.ret[due] += self.held[due]
             seen = self.seen
             assert seen is not None  # made at the first reset
@@ -200,7 +201,7 @@ class BatchGroup:
             chain = self.chain
             for row in due[self.observes[due]].tolist():
                 seen[row] = chain[row].observe(obs[row])
-            ending = over[due] | (self.steps[due] >= self.max_steps)
+            ending = over[due] | (self.agent_steps[due] >= self.max_steps)
             if ending.any():
                 for row in due[ending].tolist():
                     finished.append(self._finish(row, not over[row], bool(terminated[row]),
@@ -214,10 +215,13 @@ class BatchGroup:
             return Reply([], None, [], started, finished, len(self.queue))
         picked: Any = itemgetter(*deciding.tolist())(self.job)  # a tuple of jobs, or one job
         return Reply(list(picked) if len(deciding) > 1 else [picked], self._batch(deciding),
-                     self.steps[deciding].tolist(), started, finished, len(self.queue),
+                     self.agent_steps[deciding].tolist(), started, finished, len(self.queue),
                      ids=self.ids[deciding])
 
     def _tick(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        watch = calls._ACTIVE
+        if watch is not None:  # noted as the group, which says which step when asked
+            watch.on = self
         try:
             return self.kind.step(self.actions)
         except RLAuditError:
@@ -227,12 +231,30 @@ class BatchGroup:
             raise self._fail(row, f"the step of {self.kind.label} failed ({type(exc).__name__}: "
                                   f"{exc}), with {int(self.running.sum())} episodes running; "
                                   "the first") from exc
+        finally:
+            if watch is not None:
+                watch.on = None
+
+    @property
+    def steps(self) -> int:
+        """Ticks so far: what tells the call watcher one batch step from the next."""
+        return self.tick
+
+    def waiting_on(self) -> calls.Said:
+        """The batch step under way, for the call watcher (:mod:`.calls`)."""
+        row = int(np.flatnonzero(self.running)[0])
+        job = self.job[row]
+        assert job is not None
+        name, episode, step = self.names[job[0]], self.indices[job[1]], int(self.agent_steps[row])
+        return ("env.step", name, episode, step,
+                f"in the step of {self.kind.label} ({int(self.running.sum())} of its rows "
+                f"running), the first at {where(name, episode, self.seed, step)}")
 
     def _fail(self, row: int, what: str) -> RolloutError:
         job = self.job[row]
         assert job is not None
         name, episode = self.names[job[0]], self.indices[job[1]]
-        step = int(self.steps[row])
+        step = int(self.agent_steps[row])
         return RolloutError(f"{what} at {where(name, episode, self.seed, step)}",
                             scenario=name, episode=episode, step=step)
 
@@ -245,7 +267,7 @@ class BatchGroup:
         for row in rows:  # rare: find the culprit for the message
             job = self.job[row]
             assert job is not None
-            at = where(self.names[job[0]], self.indices[job[1]], self.seed, int(self.steps[row]))
+            at = where(self.names[job[0]], self.indices[job[1]], self.seed, int(self.agent_steps[row]))
             self.contract.check(self.seen[row], f"at {at}")
         raise EnvContractError(
             f"the observations of {self.kind.label} do not stack into one batch of its "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,10 @@ from pytest_rlaudit.errors import (
     PolicyError,
     RolloutCapWarning,
     RolloutError,
+    RolloutTimeoutError,
 )
 from pytest_rlaudit.perturbations import Jitter, ObservationNoise, Perturbation
+from pytest_rlaudit.rollout import calls
 from pytest_rlaudit.rollout.batch_pool import batch_for
 from pytest_rlaudit.rollout.runner import run_episodes
 from pytest_rlaudit.world.agents import BasePolicy, EnvNeeds, as_policy
@@ -411,8 +414,32 @@ class NaNReward(Falling):
         return obs, rewards, terminated, truncated
 
 
+class Stalls(Falling):
+    """A step that never returns (here: for 30 s) at the 7th tick, in episode 1's life."""
+
+    ticks = 0
+
+    def step(self, actions):
+        self.ticks += 1
+        if self.ticks == 7:
+            time.sleep(30)
+        return super().step(actions)
+
+
 def _zeros(obs):
     return np.zeros(len(obs), dtype=np.int64)
+
+
+def test_a_batch_step_that_never_returns_is_named_by_the_call_bound():
+    start = time.monotonic()
+    with pytest.raises(RolloutTimeoutError, match=r"env.step did not return within 0.3 s .*"
+                                                  r"in the step of the batched env Stalls "
+                                                  r"\(2 of its rows running\), the first at "
+                                                  r"scenario 'nominal', episode 2"), \
+            calls.bounded(0.3):
+        run_episodes(as_policy(_zeros), env_spec(Stalls(num_envs=2)), scenarios.resolve(["nominal"]),
+                     4, seed=0)
+    assert time.monotonic() - start < 10  # stopped, not waited out
 
 
 def test_a_dict_observation_space_without_a_policy_key_is_a_contract_error():
