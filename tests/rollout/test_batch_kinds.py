@@ -506,3 +506,10 @@ def test_an_agents_wrapper_cannot_go_round_a_batch_given(make, label):
             env.close()
     # on an id, the wrapper goes round each env and the audit makes no batch
     assert TimeAware.env_needs.apply("CartPole-v1").batch is None
+
+
+def test_a_vector_env_of_other_than_array_observations_is_refused_with_the_remedy():
+    venv = gym.vector.SyncVectorEnv([lambda: gym.make("FrozenLake-v1")] * 2)
+    with pytest.raises(EnvContractError, match=r"SyncVectorEnv: .* Discrete\(16\); pass a "
+                                               r"factory of one env instead"):
+        audit(_zeros, venv, scenarios=["delay"], episodes=2)

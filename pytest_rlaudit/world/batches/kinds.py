@@ -161,6 +161,11 @@ class VectorRows(BatchKind):
         self.num_envs = int(venv.num_envs)
         self.observation_space = venv.single_observation_space
         self.action_space = venv.single_action_space
+        if not isinstance(self.observation_space, spaces.Box):
+            raise EnvContractError(
+                f"{self.label}: a vector env runs as one batch with array observations (a "
+                f"Box), and its observations are {self.observation_space}; pass a factory of "
+                "one env instead (lambda: gym.make(...)): the audit then runs one env per row")
         self._started = False
 
     def reset(self, ids: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
