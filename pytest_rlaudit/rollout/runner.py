@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from ..world.agents import Policy
 from ..world.calibration import observation_spread
 from ..world.envs import AuditEnv
@@ -97,6 +98,12 @@ def run_episodes(
         check_budget(int(episodes), len(scenarios))
     elif isinstance(episodes, range):  # the engine's rounds: sized without a list
         check_budget(len(episodes), len(scenarios))
+    given = env.batch.given if env.batch is not None else None
+    if given is not None and backend == "ray":
+        raise InvalidArgumentError(
+            f"{given.label} is a batch made in this process: it steps all its envs in one "
+            "call here, and cannot travel to Ray's actors. Run it with backend='local' (the "
+            "default), or pass a factory of one env for Ray to make envs on each actor")
     pool = _pool(workers, backend)
     later = [s for s in scenarios if s.needs_spread]
     if not later:

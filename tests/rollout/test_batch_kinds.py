@@ -22,6 +22,7 @@ from gymnasium import spaces
 from pytest_rlaudit import Scenario, Schedule, audit, scenarios
 from pytest_rlaudit.errors import (
     EnvContractError,
+    InvalidArgumentError,
     PerturbationError,
     PolicyError,
     RolloutCapWarning,
@@ -513,3 +514,11 @@ def test_a_vector_env_of_other_than_array_observations_is_refused_with_the_remed
     with pytest.raises(EnvContractError, match=r"SyncVectorEnv: .* Discrete\(16\); pass a "
                                                r"factory of one env instead"):
         audit(_zeros, venv, scenarios=["delay"], episodes=2)
+
+
+def test_a_batch_given_cannot_go_to_ray_and_says_what_to_do_instead():
+    venv = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 2)
+    with pytest.raises(InvalidArgumentError, match=r"SyncVectorEnv is a batch made in this "
+                                                   r"process.*backend='local'"):
+        run_episodes(as_policy(_zeros), env_spec(venv), scenarios.resolve(["delay"]), 2,
+                     backend="ray")
