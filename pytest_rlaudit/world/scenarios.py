@@ -8,8 +8,12 @@ Scenario('jitter', deployment, Jitter(base=2, jitter=1))
 >>> scenarios.get("jitter").with_params(jitter=2).params["jitter"]
 2
 
-The six names of the established timing audit (``nominal``, ``speed_5x``, ``jitter``,
-``delay``, ``spike``, ``obs_noise``) keep its exact semantics, so numbers carry over;
+The six names of the established timing audit (deltatau-audit: ``nominal``,
+``speed_5x``, ``jitter``, ``delay``, ``spike``, ``obs_noise``) keep its parameters, with
+one difference: ``obs_noise`` here is 0.1 of each element's spread in the nominal
+episodes, where the peer's is 0.1 in raw units (``with_params(scale="absolute")`` is the
+peer's), so that it means the same on every env. The peer also samples its agents'
+actions and leaves its scenarios unpaired, so its numbers do not carry over as they are;
 the extras (``action_noise``, ``sticky_actions``, ``action_delay``, ``dropped_obs``,
 ``dynamics``, ``push``) are audited when asked for by name.
 
