@@ -14,18 +14,17 @@ True
 
 from __future__ import annotations
 
-import warnings
 from collections import deque
 from collections.abc import Collection, Sequence
 
-from ..errors import PerturbationError, RolloutCapWarning
+from ..errors import PerturbationError
 from ..world.agents import Policy
 from ..world.batches.chains import check_batchable
 from ..world.batches.kinds import BatchKind
 from ..world.envs import AuditEnv
 from ..world.scenarios import Scenario
 from . import progress
-from .batches import EpisodeBatch
+from .batches import EpisodeBatch, warn_capped
 from .driver import drive
 from .lockstep import BatchGroup
 from .slots import Job
@@ -73,11 +72,5 @@ def run_batch(policy: Policy, env: AuditEnv, kind: BatchKind, scenarios: Sequenc
                     seed=seed, record=record, space=kind.action_space)
     finally:
         group.close()
-    n_capped = sum(int(batch.capped.sum()) for batch in out.values())
-    if n_capped:
-        warnings.warn(  # at the call of run_pool (in run_episodes), as a slot pool's are
-            f"{n_capped} episode(s) reached the cap of {max_steps} agent steps and were cut "
-            "there; their returns are partial. Raise max_steps, or give the env a TimeLimit.",
-            RolloutCapWarning, stacklevel=3,
-        )
+    warn_capped(out, max_steps, stacklevel=3)  # at run_pool's caller, as a slot pool's are
     return out

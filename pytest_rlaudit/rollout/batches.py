@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["EpisodeBatch"]
+from ..errors import RolloutCapWarning
+
+__all__ = ["EpisodeBatch", "warn_capped"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +58,15 @@ class EpisodeBatch:
                                         else np.concatenate([p.terminated for p in parts])),
                             last_observations=tuple(o for p in parts
                                                     for o in p.last_observations))
+
+
+def warn_capped(out: Mapping[str, EpisodeBatch], max_steps: int, stacklevel: int) -> None:
+    """A :class:`~pytest_rlaudit.errors.RolloutCapWarning` if episodes of ``out`` were
+    cut at ``max_steps``, at the caller ``stacklevel`` frames up (run_episodes' caller)."""
+    n_capped = sum(int(batch.capped.sum()) for batch in out.values())
+    if n_capped:
+        warnings.warn(
+            f"{n_capped} episode(s) reached the cap of {max_steps} agent steps and were cut "
+            "there; their returns are partial. Raise max_steps, or give the env a TimeLimit.",
+            RolloutCapWarning, stacklevel=stacklevel + 1,
+        )

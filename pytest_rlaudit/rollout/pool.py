@@ -15,7 +15,6 @@ one process (``shards_freely=False``: an agent on a GPU) makes every policy call
 
 from __future__ import annotations
 
-import warnings
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from functools import partial
@@ -26,14 +25,13 @@ import numpy as np
 
 from .._checks import integer
 from .._checks import seed as check_seed
-from ..errors import RolloutCapWarning
 from ..world.agents import Policy
 from ..world.envs import AuditEnv
 from ..world.reuse import EXACT, reset_verdict
 from ..world.scenarios import Scenario
 from . import progress
 from .batch_pool import batch_for, run_batch
-from .batches import EpisodeBatch
+from .batches import EpisodeBatch, warn_capped
 from .deadline import Expired
 from .driver import drive, placer
 from .shards import Shard, plan, run_forked
@@ -149,13 +147,7 @@ def run_pool(
             own_group.close()
         for process in processes:
             process.close(kill=stuck)
-    n_capped = sum(int(batch.capped.sum()) for batch in out.values())
-    if n_capped:
-        warnings.warn(  # at the call of run_pool (in run_episodes), as run_forked's are
-            f"{n_capped} episode(s) reached the cap of {max_steps} agent steps and were cut "
-            "there; their returns are partial. Raise max_steps, or give the env a TimeLimit.",
-            RolloutCapWarning, stacklevel=2,
-        )
+    warn_capped(out, max_steps, stacklevel=2)  # at run_pool's caller, as run_forked's are
     return out
 
 

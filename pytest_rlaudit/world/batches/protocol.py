@@ -1,19 +1,5 @@
-"""The :class:`BatchedEnv` protocol: what a batched simulator gives an audit.
-
->>> import numpy as np
->>> from gymnasium import spaces
->>> class Still:
-...     num_envs = 2
-...     single_observation_space = spaces.Box(-1, 1, (1,))
-...     single_action_space = spaces.Discrete(2)
-...     def reset(self, env_ids, seeds):
-...         return np.zeros((len(env_ids), 1), np.float32)
-...     def step(self, actions):
-...         n = self.num_envs
-...         return np.zeros((n, 1), np.float32), np.ones(n), np.ones(n, bool), np.zeros(n, bool)
->>> isinstance(Still(), BatchedEnv)
-True
-"""
+"""The :class:`BatchedEnv` protocol: what a batched simulator gives an audit (see the
+class)."""
 
 from __future__ import annotations
 
@@ -47,9 +33,30 @@ class BatchedEnv(Protocol):
       inside ``step`` as Isaac Lab's do: the audit resets them with its next seed.
 
     Arrays may be numpy arrays or torch tensors on any device (they are copied to the
-    CPU). The audit calls nothing else, and never steps an episode past its end. An
-    example on the CPU: ``examples/batched_cartpole.py`` (how-to "Vector envs and GPU
-    simulators").
+    CPU). The audit calls nothing else, and never steps an episode past its end. A
+    torch example in Isaac Lab's style: ``examples/batched_cartpole.py`` (how-to "Vector
+    envs and GPU simulators"). A minimal one, ten steps an episode, action 1 paying 1:
+
+    >>> import numpy as np
+    >>> from gymnasium import spaces
+    >>> from pytest_rlaudit import audit
+    >>> class Ten:
+    ...     num_envs = 4
+    ...     single_observation_space = spaces.Box(-1, 1, (1,))
+    ...     single_action_space = spaces.Discrete(2)
+    ...     t = np.zeros(4, dtype=int)
+    ...     def reset(self, env_ids, seeds):
+    ...         self.t[env_ids] = 0
+    ...         return np.zeros((len(env_ids), 1), np.float32)
+    ...     def step(self, actions):
+    ...         self.t += 1
+    ...         done = self.t >= 10
+    ...         return np.zeros((4, 1), np.float32), 1.0 * actions, done, np.zeros(4, bool)
+    >>> isinstance(Ten(), BatchedEnv)
+    True
+    >>> audit(lambda obs: np.ones(len(obs), int), Ten(), scenarios=["delay"],
+    ...       episodes=3)["delay"].ratio
+    1.0
     """
 
     num_envs: int
