@@ -20,8 +20,8 @@ themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, MutableMapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Hashable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -29,7 +29,8 @@ import numpy as np
 
 from ..errors import RolloutError
 from ..rollout.deadline import Expired
-from ..rollout.replay import check_replay, check_replayed
+from ..rollout import replay_row
+from ..rollout.replay import Replayed, check_replay, check_replayed
 from ..rollout.runner import EpisodeBatch
 from ..stats import adaptive_sample
 from ..world.agents import as_policy, env_for, normalizes
@@ -38,7 +39,7 @@ from ..world.calibration import observation_spread
 from ..world.envs import EnvLike
 from ..world.scenarios import NOMINAL, Scenario
 from .measure import Measured, summarise
-from .reference import random_returns
+from .reference import random_episodes, random_returns
 from .settings import AuditSettings
 
 __all__ = ["Engine", "Sampled"]
@@ -128,25 +129,37 @@ class Engine:
             self.keep(("applicable", repr(chosen), id(self.env)),
                       lambda: check_scenarios(chosen, self.env))
         # nominal episode 0 run whole, as the audit will run it (at most max_steps); run()
-        # holds the audit's own run of it to this one
+        # holds the audit's own run of it to this one. Where the env can batch, only its
+        # first steps here: the run's batch runs the whole of it in a row of its own
+        # (rollout.replay_row), at a row's cost rather than an episode of one-row calls.
         with phase(REPLAY):
             self.keep(self._replay_key(),
                       lambda: check_replay(self.policy, self.env, seed=self.settings.seed,
-                                           steps=self.settings.max_steps))
+                                           steps=self.settings.max_steps,
+                                           whole=self.env.batch is None))
 
     def _replay_key(self) -> tuple[Hashable, ...]:
         s = self.settings
         return ("replay", id(self.policy), id(self.env), s.seed, s.max_steps)
 
     def run(self, scenarios: Sequence[Scenario], indices: range,
-            record: bool | Sequence[str] = False) -> dict[str, EpisodeBatch]:
+            record: bool | Collection[str] = False) -> dict[str, EpisodeBatch]:
         """Episodes ``indices`` of each scenario, as the settings say; nominal episode 0,
         if among them, must repeat the seed-replay check's run of it (:meth:`check`)."""
-        out = self.settings.rollout(self.policy, self.env, scenarios, indices, record)
+        replayed = self.cache.get(self._replay_key()) if indices.start == 0 else None
+        again = replayed is not None and not replayed.whole
+        with replay_row.asked() if again else nullcontext([]) as rows:
+            out = self.settings.rollout(self.policy, self.env, scenarios, indices, record)
         nominal = out.get(NOMINAL.name)
-        if nominal is not None and indices.start == 0 and len(nominal.returns):
-            replayed = self.cache.get(self._replay_key())
+        if nominal is not None and replayed is not None and len(nominal.returns):
             check_replayed(replayed, self.policy, self.env, nominal)
+            if again:  # the whole episode: from the batch's replay row, else run now
+                with phase(REPLAY):
+                    whole = (Replayed.of(rows[0], replayed.episode) if rows else self.keep(
+                        self._replay_key() + ("whole",), lambda: check_replay(
+                            self.policy, self.env, seed=self.settings.seed,
+                            steps=self.settings.max_steps)))
+                check_replayed(whole, self.policy, self.env, nominal)
         return out
 
     def nominal(self, indices: range) -> EpisodeBatch:
@@ -167,10 +180,12 @@ class Engine:
         kept for the next scenario; else in the same pool as the scenarios, which then
         calibrate themselves on them (see :meth:`calibrated`)."""
         if not (self.shared if separate is None else separate):
-            # nominal recorded (as calibrating a scenario records it anyway): its first
-            # episode is held to the seed-replay check's step by step (run())
+            # nominal's first episode recorded: it is held to the seed-replay check's step
+            # by step (run()); the rest only if a scenario calibrates on them (the runner
+            # records them then), since recording every row of a big batch costs
             with phase(PAIRED_EPISODES):
-                return self.run([NOMINAL, *scenarios], indices, record=[NOMINAL.name])
+                return self.run([NOMINAL, *scenarios], indices,
+                                record={NOMINAL.name: {indices.start}})
         with phase(SCENARIO_EPISODES):
             out = self.run(scenarios, indices)
         return {"nominal": self.nominal(indices), **out}
@@ -186,11 +201,14 @@ class Engine:
         return scenario.calibrated(observation_spread(seen, scenario.params.get("keys")))
 
     def random(self, episodes: int) -> np.ndarray:
-        """A uniform random policy's returns on the first ``episodes`` episodes, once."""
+        """A uniform random policy's returns on the first ``episodes`` episodes, once; on
+        the first :data:`~.reference.CHECK_EPISODES` of them at most unless the reference
+        is its mean (:func:`~.reference.random_episodes`)."""
         s = self.settings
+        n = random_episodes(episodes, s.random_reference)
         with phase(REFERENCE):
-            return self.keep(("random", id(self.env), s.seed, episodes, s.max_steps),
-                             lambda: random_returns(self.env, episodes, run=s.rollout))
+            return self.keep(("random", id(self.env), s.seed, n, s.max_steps),
+                             lambda: random_returns(self.env, n, run=s.rollout))
 
     def sample(self, scenario: Scenario, *, max_episodes: int | None = None,
                threshold: float | None = None, strict: bool = False, mode: str = "point",

@@ -35,7 +35,7 @@ from .engine import Engine
 from .measure import summarise
 from .outcomes import SCHEMA_VERSION, Aggregate, AuditResult, ScenarioResult
 from .progress import showing
-from .reference import reference_score
+from .reference import random_episodes, reference_score
 from .settings import AuditSettings, check_episodes
 
 __all__ = ["audit", "run_audit", "AuditResult", "ScenarioResult", "Aggregate",
@@ -125,8 +125,8 @@ def run_audit(agent: Any, env: EnvLike, scenarios: ScenarioLike | Iterable[Scena
         episodes = settings.episodes
         started = time.perf_counter()
         # + nominal and, unless given, random
-        with showing(settings.progress,
-                     expected=(len(chosen) + (2 if random is None else 1)) * episodes):
+        randoms = 0 if random is not None else random_episodes(episodes, settings.random_reference)
+        with showing(settings.progress, expected=(len(chosen) + 1) * episodes + randoms):
             batches = engine.paired(chosen, range(episodes))
             # as run: a scenario sized by the observations' spread with the spread calibrated
             chosen = [s.with_params(**batches[s.name].params) for s in chosen]

@@ -20,7 +20,7 @@ they stepped meanwhile (with one phase, of this phase).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -29,7 +29,7 @@ from .._seeding import POLICY_STREAM, episode_seed_sequence, episode_seeds
 from ..errors import NonFiniteOutputError, RolloutError
 from ..world.agents import Policy
 from ..world.scenarios import Scenario
-from . import calls, progress
+from . import calls, progress, replay_row
 from .batches import EpisodeBatch
 from .call_log import CallLog
 from .checks import ActionChecker, action_refused, agent_failed, all_finite, check_obs, output_not_finite
@@ -37,7 +37,7 @@ from .deadline import Expired, current
 from .slots import Finished, Job, Reply, stack, where
 from .workers import LocalGroup, Placer
 
-__all__ = ["drive", "Driver", "Turns", "placer", "deal"]
+__all__ = ["drive", "Driver", "Turns", "placer", "deal", "recorded_jobs"]
 
 
 def drive(policy: Policy, phases: list[list[Any]], jobs: deque[Job], scenarios: Sequence[Scenario],
@@ -73,7 +73,8 @@ class Driver:
         self.policy = policy
         self.jobs = jobs
         self.scenarios = scenarios
-        self.names = names = [s.name for s in scenarios]
+        names = [s.name for s in scenarios]
+        self.names = [replay_row.shown(name) for name in names]  # as messages name them
         self.indices = indices
         self.seed = seed
         self.backlog = backlog  # queued jobs a group holds beyond its slots
@@ -93,15 +94,17 @@ class Driver:
         self.rows_chosen: dict[Job, list[Any]] = {}
         # array observations are recorded by call (CallLog), others row by row
         self.log = CallLog() if any(self.recorded) else None
-        self.logged = np.repeat(np.asarray(self.recorded, dtype=bool), shape[1])  # by job id
+        self.logged = recorded_jobs(record, names, indices)  # by job id
         self.state_of: dict[Job, Any] = {}
         self.check_actions = ActionChecker(space)
         self.stateful = bool(policy.stateful)
         # the per-row pass after a policy call is skipped when it has nothing to keep
         self.keeps_rows = self.stateful or any(self.recorded)
         self.width = shape[1]  # a job's id: scenario x episodes + episode
-        self.place = placer(names, indices, seed)
+        self.place = placer(self.names, indices, seed)
         self.sink = progress.current()  # None unless someone shows the audit's progress
+        # a seed-replay row's scenario (the last), which the progress does not count
+        self.unshown = len(names) - 1 if names[-1] == replay_row.ROW.name else None
         self.steps = 0  # policy calls made while a watcher looks (see .calls)
         self.acting: Reply | None = None  # the rows of the policy call under way
         policy.reset()
@@ -125,7 +128,7 @@ class Driver:
                 except Exception as exc:
                     raise agent_failed(exc, [(self.names[job[0]], episode, 0)], self.seed,
                                        "its initial_state") from exc
-            if self.recorded[job[0]]:
+            if self.logged[job[0] * self.width + job[1]]:
                 self.rows_seen[job], self.rows_chosen[job] = [], []
         if reply.restarted and self.stateful:
             restart = getattr(self.policy, "restart_state", None)
@@ -133,7 +136,12 @@ class Driver:
                 for job in reply.restarted:
                     self.state_of[job] = restart(self.state_of[job])
         if self.sink is not None:
-            self.sink.advance(len(reply.jobs), len(reply.started), [d.steps for d in reply.finished])
+            if self.unshown is None:
+                self.sink.advance(len(reply.jobs), len(reply.started),
+                                  [d.steps for d in reply.finished])
+            else:  # the seed-replay row is the check's, not one of the audit's episodes
+                self.sink.advance(len(reply.jobs), sum(j[0] != self.unshown for j in reply.started),
+                                  [d.steps for d in reply.finished if d.job[0] != self.unshown])
 
     def finish(self, done: Finished) -> None:
         """Store one ended episode by (scenario, episode)."""
@@ -145,7 +153,7 @@ class Driver:
         self.terminated[s, e] = done.terminated
         self.traces[s][e] = done.trace
         self.state_of.pop(done.job, None)
-        if self.recorded[s]:
+        if self.logged[s * self.width + e]:
             seen, chosen = self.rows_seen.pop(done.job), self.rows_chosen.pop(done.job)
             if seen:  # else recorded by call (see act)
                 self.seen[s][e], self.chosen[s][e] = _gather(seen), _gather(chosen)
@@ -188,13 +196,13 @@ class Driver:
         if self.stateful or (log is not None and self.keeps_rows):
             # One pass over the rows per decision step: locals, not attributes, inside it.
             stateful, state_of = self.stateful, self.state_of
-            recorded = self.recorded if log is not None else [False] * len(self.recorded)
+            logged, width = self.logged if log is not None else None, self.width
             rows_seen, rows_chosen = self.rows_seen, self.rows_chosen
             out_states = cast("list[Any]", new_states)
             for i, job in enumerate(jobs):
                 if stateful:
                     state_of[job] = out_states[i]
-                if recorded[job[0]]:
+                if logged is not None and logged[job[0] * width + job[1]]:
                     rows_seen[job].append(_row(obs_batch, i))
                     rows_chosen[job].append(actions[i])
         return actions
@@ -212,7 +220,7 @@ class Driver:
                                tuple(self.chosen[s]), dict(self.scenarios[s].params),
                                self.terminated[s].copy(),
                                tuple(self.last_seen[s]) if self.recorded[s] else ())
-            for s, name in enumerate(self.names)
+            for s, name in enumerate(s.name for s in self.scenarios)
         }
 
     # ------------------------------------------------------------------ errors
@@ -340,6 +348,25 @@ class Turns:
         return self.driver.place(polled.expire(), held[0].jobs if held else (),
                                  held[0].steps if held else (), "between two decision steps "
                                  "(checked only there outside the main thread)")
+
+
+def recorded_jobs(record: bool | Collection[str], names: Sequence[str],
+                  indices: Sequence[int]) -> np.ndarray:
+    """Which jobs are recorded, by job id (scenario x episodes + episode): every job of
+    the scenarios ``record`` names (True: of all), or where it maps a name to episode
+    indices, only those episodes (None: all of them).
+
+    >>> recorded_jobs({"nominal": {0}, "delay": None}, ["nominal", "delay", "spike"], [0, 1])
+    array([ True, False,  True,  True, False, False])
+    """
+    rows = np.zeros((len(names), len(indices)), dtype=bool)
+    for s, name in enumerate(names):
+        if record is True:
+            rows[s] = True
+        elif not isinstance(record, bool) and name in record:
+            only = record[name] if isinstance(record, Mapping) else None
+            rows[s] = True if only is None else np.isin(indices, list(only))
+    return rows.ravel()
 
 
 def placer(names: Sequence[str], indices: list[int], seed: int) -> Placer:

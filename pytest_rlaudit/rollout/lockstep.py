@@ -37,7 +37,7 @@ from ..errors import EnvContractError, RLAuditError, RolloutError
 from ..world.batches.chains import Chain
 from ..world.batches.kinds import BatchKind
 from ..world.scenarios import Scenario
-from . import calls
+from . import calls, replay_row
 from .checks import ObservationContract, where
 from .slots import Finished, Job, Reply
 
@@ -57,7 +57,7 @@ class BatchGroup:
                  seed: int, max_steps: int, owned: bool = True) -> None:
         self.kind = kind
         self.scenarios = list(scenarios)
-        self.names = [s.name for s in scenarios]
+        self.names = [replay_row.shown(s.name) for s in scenarios]  # as messages name them
         self.indices = list(indices)
         self.seed = seed
         self.max_steps = max_steps
@@ -97,7 +97,7 @@ class BatchGroup:
 
     def _fill(self, started: list[Job], deciding: list[int]) -> None:
         """Start queued jobs in the free rows: they reset and decide at once."""
-        if not self.queue:
+        if not self.queue or self.running.all():
             return
         free = np.flatnonzero(~self.running)[:len(self.queue)]
         if not len(free):
@@ -170,19 +170,21 @@ class BatchGroup:
             self.left[rows] = 1
             self.held[rows] = 0.0
             self.actions[rows] = actions
-            chained = np.flatnonzero(self.decides[rows])
-            chain = self.chain
-            for i, row in zip(chained.tolist(), rows[chained].tolist(), strict=True):
-                self.actions[row], self.left[row] = chain[row].decide(actions[i])
+            if self.decides.any():
+                chained = np.flatnonzero(self.decides[rows])
+                chain = self.chain
+                for i, row in zip(chained.tolist(), rows[chained].tolist(), strict=True):
+                    self.actions[row], self.left[row] = chain[row].decide(actions[i])
         started: list[Job] = []
         finished: list[Finished] = []
         fresh: list[int] = []
         going = _NONE
         self._fill(started, fresh)
         run = self.running
+        n = len(run)
         while not fresh and not len(going) and run.any():
             obs, rewards, terminated, truncated = self._tick()
-            if not np.isfinite(rewards[run]).all():
+            if not np.isfinite(rewards).all() and not np.isfinite(rewards[run]).all():
                 bad = int(np.flatnonzero(run & ~np.isfinite(rewards))[0])
                 raise self._fail(bad, f"{self.kind.label} returned a non-finite reward "
                                       f"{rewards[bad]}")
@@ -193,11 +195,16 @@ class BatchGroup:
             due = np.flatnonzero(run & ((self.left <= 0) | over))  # agent steps complete
             if not len(due):
                 continue
-            self.agent_steps[due] += 1
-            self.ret[due] += self.held[due]
             seen = self.seen
             assert seen is not None  # made at the first reset
-            seen[due] = obs[due]
+            if len(due) == n:  # every row (no timing scenario): whole arrays, no indices
+                self.agent_steps += 1
+                self.ret += self.held
+                seen[...] = obs
+            else:
+                self.agent_steps[due] += 1
+                self.ret[due] += self.held[due]
+                seen[due] = obs[due]
             chain = self.chain
             for row in due[self.observes[due]].tolist():
                 seen[row] = chain[row].observe(obs[row])
@@ -213,6 +220,9 @@ class BatchGroup:
         self.deciding = deciding = np.concatenate([going, fresh]).astype(np.int64, copy=False)
         if not len(deciding):
             return Reply([], None, [], started, finished, len(self.queue))
+        if len(deciding) == n and not fresh and len(going) == n:  # every row, in row order
+            return Reply(list(self.job), self._batch(None), self.agent_steps.tolist(),  # type: ignore[arg-type]
+                         started, finished, len(self.queue), ids=self.ids.copy())
         picked: Any = itemgetter(*deciding.tolist())(self.job)  # a tuple of jobs, or one job
         return Reply(list(picked) if len(deciding) > 1 else [picked], self._batch(deciding),
                      self.agent_steps[deciding].tolist(), started, finished, len(self.queue),
@@ -258,13 +268,14 @@ class BatchGroup:
         return RolloutError(f"{what} at {where(name, episode, self.seed, step)}",
                             scenario=name, episode=episode, step=step)
 
-    def _batch(self, rows: np.ndarray) -> Any:
-        """What the deciding ``rows`` see, as one batch of the declared shape."""
+    def _batch(self, rows: np.ndarray | None) -> Any:
+        """What the deciding ``rows`` (None: every row) see, as one batch of the declared
+        shape: a copy, which the rows' next observations do not overwrite."""
         assert self.seen is not None  # made at the first reset
-        batch = self.seen[rows]
+        batch = self.seen.copy() if rows is None else self.seen[rows]
         if self.contract.fits(batch):
             return batch
-        for row in rows:  # rare: find the culprit for the message
+        for row in range(len(batch)) if rows is None else rows:  # rare: find the culprit
             job = self.job[row]
             assert job is not None
             at = where(self.names[job[0]], self.indices[job[1]], self.seed, int(self.agent_steps[row]))

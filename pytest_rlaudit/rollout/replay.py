@@ -105,8 +105,10 @@ class _Run:
 
 @dataclass(frozen=True)
 class Replayed:
-    """A nominal episode as the seed-replay check ran it, whole: what the audit's own run
-    of it must repeat (:func:`check_replayed`)."""
+    """A nominal episode as the seed-replay check ran it: what the audit's own run of it
+    must repeat (:func:`check_replayed`). ``whole``: run to its end (or the audit's
+    ``max_steps``), else its first :data:`PREFIX_STEPS` agent steps only; ``how``: how
+    the two runs compared came about, for the message."""
 
     episode: int
     seed: int  # the env seed it was reset with
@@ -114,15 +116,30 @@ class Replayed:
     trace: np.ndarray  # the env's reward at every env step
     observations: list[Any] = field(default_factory=list, repr=False)  # batches of one row
     actions: list[Any] = field(default_factory=list, repr=False)
+    whole: bool = True
+    how: str = "run by the seed-replay check and then by the audit"
+
+    @classmethod
+    def of(cls, batch: EpisodeBatch, episode: int) -> Replayed:
+        """The first episode of ``batch`` (recorded), which is episode ``episode``, run
+        again in a row of the audit's batch (:mod:`.replay_row`)."""
+        seen, chosen = batch.observations[0], batch.actions[0]
+        return cls(episode, int(batch.seeds[0]), int(batch.lengths[0]), batch.traces[0],
+                   [_one(seen, t) for t in range(len(chosen))], list(chosen),
+                   how="run in two rows of the audit's batch")
 
 
 def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
-                 steps: int = REPLAY_STEPS) -> Replayed:
+                 steps: int = REPLAY_STEPS, whole: bool = True) -> Replayed:
     """Raise :class:`~pytest_rlaudit.errors.NonReproducibleError` unless the env honours
     its reset seed and episode ``episode`` (env seed ``seed + episode``) replays, agent
     and env together, for its first :data:`PREFIX_STEPS` agent steps; return the episode
     as run whole (up to ``steps`` agent steps, the audit's ``max_steps``), for
     :func:`check_replayed` to hold the audit's run of it to. See the module.
+
+    ``whole=False``: the first run stops at :data:`PREFIX_STEPS` too, and the episode
+    returned says so (the engine's way on a batch, where a row of the audit's own batch
+    runs the whole episode again: :mod:`.replay_row`).
 
     Also holds the env to its contract on the way (shape, bounds, API: an
     :class:`~pytest_rlaudit.errors.EnvContractError`), since the replay runs through the
@@ -134,7 +151,8 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
             f"env {env.name!r} ignores reset(seed=...): two fresh envs reset with the same "
             f"seed and stepped with the same actions differ ({verdict.detail}). {_WHY} "
             f"{_ENV_FIX}")
-    first = _replay(policy, env, seed, episode, steps)
+    limit = steps if whole else min(steps, PREFIX_STEPS)
+    first = _replay(policy, env, seed, episode, limit)
     second = _replay(policy, env, seed, episode, min(steps, PREFIX_STEPS))
     if verdict.error is not None:  # a fault the replay did not meet in its own terms
         raise verdict.error
@@ -159,7 +177,7 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
             f"vs {float(second.trace.sum()):g} over {min(first.steps, second.steps)} and "
             f"{second.steps} agent steps). {_WHY} {_ENV_FIX}")
     return Replayed(episode, seed + episode, first.steps, first.trace, first.observations,
-                    first.actions)
+                    first.actions, whole=limit == steps or first.steps < limit)
 
 
 def check_replayed(replayed: Replayed | None, policy: Policy, env: AuditEnv,
@@ -167,12 +185,13 @@ def check_replayed(replayed: Replayed | None, policy: Policy, env: AuditEnv,
     """Raise :class:`~pytest_rlaudit.errors.NonReproducibleError` unless the audit's own
     run of the replayed nominal episode (``batch``'s first, its observations and actions
     if recorded) repeats the seed-replay check's (``replayed``; None: nothing to hold it
-    to), step by step where recorded, else in its rewards and length. Randomness outside
-    the seeds that the first :data:`PREFIX_STEPS` steps did not show shows here."""
+    to), step by step where recorded, else in its rewards and length (up to where the
+    check ran it, if not ``whole``). Randomness outside the seeds that the first
+    :data:`PREFIX_STEPS` steps did not show shows here."""
     if replayed is None:
         return
     label = (f"episode {replayed.episode} of env {env.name!r} (env seed {replayed.seed}), "
-             "run by the seed-replay check and then by the audit")
+             f"{replayed.how}")
     if batch.observations and batch.actions:
         seen, chosen = batch.observations[0], batch.actions[0]
         for t, (x, a) in enumerate(zip(replayed.observations, replayed.actions, strict=False)):
@@ -187,8 +206,11 @@ def check_replayed(replayed: Replayed | None, policy: Policy, env: AuditEnv,
                 raise NonReproducibleError(_agent_message(policy, label, t, a, chosen[t]))
     ours, steps, ret = replayed.trace, int(batch.lengths[0]), float(batch.returns[0])
     trace = batch.traces[0] if batch.traces else None
-    if steps == replayed.steps and (same(ours, trace) if trace is not None and len(trace)
-                                    else float(ours.sum()) == ret):
+    traced = trace is not None and len(trace) > 0
+    if not replayed.whole:  # its first steps only: compared above, and in their rewards
+        if not traced or same(ours, trace[:len(ours)]):
+            return
+    elif steps == replayed.steps and (same(ours, trace) if traced else float(ours.sum()) == ret):
         return
     parted = ""
     if trace is not None and len(trace):

@@ -227,9 +227,11 @@ class Stateful(BasePolicy):
 
 
 @pytest.mark.parametrize("n, phase, episode", [(1, phases.REPLAY, 0),
-                                               (4, phases.PAIRED_EPISODES, 1)])
+                                               (4, phases.PAIRED_EPISODES, 0),
+                                               (5, phases.PAIRED_EPISODES, 1)])
 def test_an_agents_initial_state_that_raises_once_is_named(n, phase, episode):
-    # replay: twice episode 0; then the pool: nominal episodes 0 and 1
+    # replay: twice episode 0's first steps; then the batch: nominal episode 0, the replay
+    # row (episode 0 again, named as what it runs), nominal episode 1
     exc = caught(lambda: audit(Stateful(n), "CartPole-v1", scenarios=["delay"], episodes=2))
     assert (exc.phase, exc.scenario, exc.episode, exc.step) == (phase, "nominal", episode, 0)
     assert type(exc.__cause__) is ZeroDivisionError

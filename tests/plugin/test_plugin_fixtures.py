@@ -217,9 +217,9 @@ def test_the_nominal_rollout_runs_once_per_process_across_scenarios_and_tests(
     assert d["test_a[delay]"] == d["test_b[delay]"] == d["test_a[obs_noise]"]
     first_rows = alone["deltas"]["test_b[delay]"] - d["test_b[delay]"]
     # the controller balances all 4 nominal episodes; the seed-replay check (once per
-    # process too) runs the first of them whole once (500 steps) and its first
-    # PREFIX_STEPS again, a row a step
-    nominal_rows = first_rows - 500 - PREFIX_STEPS
+    # process too) runs the first PREFIX_STEPS of the first of them twice, a row a step,
+    # and on CartPole's vector env the whole of it once more in a row of the batch (500)
+    nominal_rows = first_rows - 2 * PREFIX_STEPS - 500
     assert nominal_rows == 4 * 500
     assert d["test_a[jitter]"] > nominal_rows
     assert shared["rows"] == sum(d.values())

@@ -290,14 +290,20 @@ class LateCoin(BasePolicy):
         return actions, states
 
 
-def test_an_agent_drawing_outside_the_seeds_only_late_in_the_episode_is_refused():
+@pytest.mark.parametrize("env, how", [
+    # one env per slot: the check ran the whole episode before the audit
+    (lambda: gym.make("CartPole-v1"), "run by the seed-replay check and then by the audit"),
+    # CartPole's vector env: its first steps before, the whole of it in a row of the batch
+    ("CartPole-v1", "run in two rows of the audit's batch"),
+], ids=["slots", "batch"])
+def test_an_agent_drawing_outside_the_seeds_only_late_in_the_episode_is_refused(env, how):
     # the draws start past the 16 steps the replay once compared
     with pytest.raises(NonReproducibleError) as info:
-        audit(LateCoin(), "CartPole-v1", ["jitter"], episodes=4)
+        audit(LateCoin(), env, ["jitter"], episodes=4)
     message = str(info.value)
+    name = "CartPole-v1" if isinstance(env, str) else "<lambda>"
     assert message.startswith("agent late-coin does not replay its own episode: on episode 0 "
-                              "of env 'CartPole-v1' (env seed 0), run by the seed-replay check "
-                              "and then by the audit, it chose")
+                              f"of env {name!r} (env seed 0), {how}, it chose"), message
     step = int(message.split("for the same observation at agent step ")[1].split(".")[0])
     assert step >= 20  # past the first PREFIX_STEPS, which replayed alike
     assert "random.*" in message and "initial_state(seed)" in message
