@@ -12,9 +12,13 @@ policy is: an MLP on a batch), run on the batch in one call.
 What is timed (wall clock, medians over interleaved repeats):
 
 1. ``audit``: ``audit(policy, BatchedCartPole(1024), scenarios=["nominal"], episodes=E)``,
-   E = 4 x 1,024 episodes by default: every check the audit makes (the seed-replay check
-   runs episode 0 whole in row 0 of the batch, one policy call per step), the rows, the
-   statistics.
+   E = 4 x 1,024 episodes by default: every check the audit makes, the rows, the
+   statistics. The seed-replay check runs episode 0's first 16 steps twice before (row 0
+   of the batch, one policy call per step) and the whole of it again in a row of the
+   audit's batch; here every row is busy and every episode lasts 500 steps, so that row
+   runs one episode past the loop's last: with E = 4 x 1,024 that is a fifth wave of one
+   row, the worst case for it (``--episodes 8192`` shows it at eight waves). The random
+   policy's check runs 256 episodes.
 2. ``raw``: the hand-written batched loop a user would write for the same episodes: reset
    all 1,024 envs with seeds ``seed + i``, then per step one policy call on the whole batch
    and one ``step``; an env whose episode ends starts the next episode (its seed) at once.

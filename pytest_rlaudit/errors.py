@@ -73,8 +73,9 @@ class NonReproducibleError(RLAuditError, ValueError):
     the agent draws randomness outside the audit's seeds, so paired episodes would not
     be paired and two identical audits would give different ratios. The message names
     which of the two and how to seed it. Checked on nominal episode 0, run whole by the
-    seed-replay check and compared with the audit's own run of it before anything is
-    rated; randomness drawn only in later episodes, on a branch episode 0 never takes, or
+    seed-replay check (on a batch: its first 16 steps before the audit, the whole of it
+    in a row of the audit's batch) and compared with the audit's own run of it before
+    anything is rated; randomness drawn only in later episodes, on a branch episode 0 never takes, or
     that changes no action of it, is not seen."""
 
 

@@ -21,15 +21,15 @@ themselves.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterator, MutableMapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
 from ..errors import RolloutError
-from ..rollout.deadline import Expired
 from ..rollout import replay_row
+from ..rollout.deadline import Expired
 from ..rollout.replay import Replayed, check_replay, check_replayed
 from ..rollout.runner import EpisodeBatch
 from ..stats import adaptive_sample
@@ -148,7 +148,9 @@ class Engine:
         if among them, must repeat the seed-replay check's run of it (:meth:`check`)."""
         replayed = self.cache.get(self._replay_key()) if indices.start == 0 else None
         again = replayed is not None and not replayed.whole
-        with replay_row.asked() if again else nullcontext([]) as rows:
+        asking: AbstractContextManager[list[EpisodeBatch]] = (
+            replay_row.asked() if again else nullcontext([]))
+        with asking as rows:
             out = self.settings.rollout(self.policy, self.env, scenarios, indices, record)
         nominal = out.get(NOMINAL.name)
         if nominal is not None and replayed is not None and len(nominal.returns):
@@ -156,7 +158,7 @@ class Engine:
             if again:  # the whole episode: from the batch's replay row, else run now
                 with phase(REPLAY):
                     whole = (Replayed.of(rows[0], replayed.episode) if rows else self.keep(
-                        self._replay_key() + ("whole",), lambda: check_replay(
+                        (*self._replay_key(), "whole"), lambda: check_replay(
                             self.policy, self.env, seed=self.settings.seed,
                             steps=self.settings.max_steps)))
                 check_replayed(whole, self.policy, self.env, nominal)

@@ -74,8 +74,12 @@ def run_batch(policy: Policy, env: AuditEnv, kind: BatchKind, scenarios: Sequenc
         # a wave of its own, one episode long
         jobs.insert(jobs.index(first) + 1, (len(scenarios), first[1]))
         scenarios = [*scenarios, replay_row.ROW]
-        record = (True if record is True else {**record, replay_row.ROW.name: None}
-                  if isinstance(record, Mapping) else {*record, replay_row.ROW.name})
+        if isinstance(record, Mapping):
+            record = {**record, replay_row.ROW.name: None}
+        elif not isinstance(record, bool):
+            record = {*record, replay_row.ROW.name}
+        elif not record:
+            record = {replay_row.ROW.name}
     owned = env.batch is None or env.batch.given is not kind
     group = BatchGroup(kind, scenarios, indices, seed=seed, max_steps=max_steps, owned=owned)
     try:

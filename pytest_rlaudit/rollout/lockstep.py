@@ -166,6 +166,9 @@ class BatchGroup:
         # The hot path: numpy over whole rows, Python only for the rows with wrappers.
         self.queue.extend(jobs)
         rows = self.deciding
+        if len(rows) == len(self.running) and self.plain():
+            self.actions[rows] = actions  # rows: every row, not always in row order
+            return self._plain()
         if len(rows):
             self.left[rows] = 1
             self.held[rows] = 0.0
@@ -217,12 +220,51 @@ class BatchGroup:
                 self._fill(started, fresh)
             else:
                 going = due
+        return self._reply(going, fresh, started, finished)
+
+    def plain(self) -> bool:
+        """Whether every row runs an episode without wrappers (nominal's, or another
+        batch's), so that every row's agent decides at every tick."""
+        return bool(self.running.all()) and not (self.decides.any() or self.observes.any())
+
+    def _plain(self) -> Reply:
+        """:meth:`step` when the last reply had every row and every row is :meth:`plain`,
+        their actions set: one tick, over whole arrays. The same numbers as the general
+        way (a reward added to a return directly is what adding it to a held 0.0 first
+        gives, bit for bit); ``left`` and ``held`` are reset for every row at the next
+        general step."""
+        obs, rewards, terminated, truncated = self._tick()
+        if not np.isfinite(rewards).all():
+            bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
+            raise self._fail(bad, f"{self.kind.label} returned a non-finite reward {rewards[bad]}")
+        self._record(rewards)
+        self.agent_steps += 1
+        self.ret += rewards
+        seen = self.seen
+        assert seen is not None  # made at the first reset
+        seen[...] = obs
+        over = terminated | truncated
+        ending = over | (self.agent_steps >= self.max_steps)
+        if not ending.any():
+            return self._reply(None, [], [], [])
+        finished = [self._finish(row, not over[row], bool(terminated[row]), seen[row].copy())
+                    for row in np.flatnonzero(ending).tolist()]
+        started: list[Job] = []
+        fresh: list[int] = []
+        self._fill(started, fresh)
+        return self._reply(np.flatnonzero(~ending), fresh, started, finished)
+
+    def _reply(self, going: np.ndarray | None, fresh: list[int], started: list[Job],
+               finished: list[Finished]) -> Reply:
+        """The reply of a step: the rows whose agent decides next (``going``, then the
+        ``fresh`` ones; None: every row, in row order), what started and what ended."""
+        if going is None:
+            self.deciding = np.arange(len(self.running))
+            return Reply(list(self.job), self._batch(None), self.agent_steps.tolist(),  # type: ignore[arg-type]
+                         started, finished, len(self.queue), ids=self.ids.copy())
         self.deciding = deciding = np.concatenate([going, fresh]).astype(np.int64, copy=False)
         if not len(deciding):
             return Reply([], None, [], started, finished, len(self.queue))
-        if len(deciding) == n and not fresh and len(going) == n:  # every row, in row order
-            return Reply(list(self.job), self._batch(None), self.agent_steps.tolist(),  # type: ignore[arg-type]
-                         started, finished, len(self.queue), ids=self.ids.copy())
         picked: Any = itemgetter(*deciding.tolist())(self.job)  # a tuple of jobs, or one job
         return Reply(list(picked) if len(deciding) > 1 else [picked], self._batch(deciding),
                      self.agent_steps[deciding].tolist(), started, finished, len(self.queue),

@@ -206,14 +206,16 @@ def check_replayed(replayed: Replayed | None, policy: Policy, env: AuditEnv,
                 raise NonReproducibleError(_agent_message(policy, label, t, a, chosen[t]))
     ours, steps, ret = replayed.trace, int(batch.lengths[0]), float(batch.returns[0])
     trace = batch.traces[0] if batch.traces else None
-    traced = trace is not None and len(trace) > 0
+    if trace is not None and not len(trace):
+        trace = None
     if not replayed.whole:  # its first steps only: compared above, and in their rewards
-        if not traced or same(ours, trace[:len(ours)]):
+        if trace is None or same(ours, trace[:len(ours)]):
             return
-    elif steps == replayed.steps and (same(ours, trace) if traced else float(ours.sum()) == ret):
+    elif steps == replayed.steps and (same(ours, trace) if trace is not None
+                                      else float(ours.sum()) == ret):
         return
     parted = ""
-    if trace is not None and len(trace):
+    if trace is not None:
         n = min(len(ours), len(trace))
         differ = np.flatnonzero(ours[:n] != trace[:n])
         at = int(differ[0]) if len(differ) else n

@@ -7,6 +7,7 @@ which and how to seed it; agents that sample from their seeded per-episode strea
 
 from __future__ import annotations
 
+import contextlib
 import random
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from toy_envs import CounterEnv
 import pytest_rlaudit
 from pytest_rlaudit import audit, check_robust
 from pytest_rlaudit.errors import NonReproducibleError, RLAuditError
-from pytest_rlaudit.rollout import replay
+from pytest_rlaudit.rollout import replay, replay_row
 from pytest_rlaudit.rollout.replay import PREFIX_STEPS, check_replay
 from pytest_rlaudit.rollout.runner import run_episodes
 from pytest_rlaudit.world.agents import BasePolicy, as_policy
@@ -290,16 +291,21 @@ class LateCoin(BasePolicy):
         return actions, states
 
 
-@pytest.mark.parametrize("env, how", [
+@pytest.mark.parametrize("env, scenario, how", [
     # one env per slot: the check ran the whole episode before the audit
-    (lambda: gym.make("CartPole-v1"), "run by the seed-replay check and then by the audit"),
+    (lambda: gym.make("CartPole-v1"), "jitter",
+     "run by the seed-replay check and then by the audit"),
     # CartPole's vector env: its first steps before, the whole of it in a row of the batch
-    ("CartPole-v1", "run in two rows of the audit's batch"),
-], ids=["slots", "batch"])
-def test_an_agent_drawing_outside_the_seeds_only_late_in_the_episode_is_refused(env, how):
+    ("CartPole-v1", "jitter", "run in two rows of the audit's batch"),
+    # an env that can batch, on a scenario that takes one env per slot (push needs the
+    # physics): no batch, no replay row, so the check runs the whole episode after all
+    ("CartPole-v1", "push", "run by the seed-replay check and then by the audit"),
+], ids=["slots", "batch", "batchable-env-on-slots"])
+def test_an_agent_drawing_outside_the_seeds_only_late_in_the_episode_is_refused(env, scenario,
+                                                                                how):
     # the draws start past the 16 steps the replay once compared
     with pytest.raises(NonReproducibleError) as info:
-        audit(LateCoin(), env, ["jitter"], episodes=4)
+        audit(LateCoin(), env, [scenario], episodes=4)
     message = str(info.value)
     name = "CartPole-v1" if isinstance(env, str) else "<lambda>"
     assert message.startswith("agent late-coin does not replay its own episode: on episode 0 "
@@ -337,3 +343,30 @@ def test_without_recorded_steps_the_audits_episode_is_held_to_the_replays_reward
                     traces=(batch.traces[0] + 0.5, *batch.traces[1:]))
     with pytest.raises(NonReproducibleError, match="their rewards part at env step 0"):
         replay.check_replayed(replayed, policy, env, other)
+
+
+def test_on_a_batch_the_check_runs_the_first_steps_and_a_row_of_the_batch_the_rest(monkeypatch):
+    # what each run of the replay was asked for, and what came back from the batch
+    runs: list[tuple[int, bool]] = []
+    real = replay.check_replay
+
+    def noted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        runs.append((out.steps, out.whole))
+        return out
+
+    monkeypatch.setattr("pytest_rlaudit.auditing.engine.check_replay", noted)
+    rows: list[Any] = []
+    real_asked = replay_row.asked
+
+    @contextlib.contextmanager
+    def kept():
+        with real_asked() as got:
+            yield got
+        rows.extend(got)
+
+    monkeypatch.setattr(replay_row, "asked", kept)
+    result = audit(as_policy(robust), "CartPole-v1", ["delay"], episodes=3)
+    assert runs == [(PREFIX_STEPS, False)]  # no whole episode of one-row calls before
+    assert len(rows) == 1 and rows[0].lengths[0] == result.nominal.lengths[0] == 500
+    assert rows[0].observations[0].shape == (500, 4)  # recorded, step by step
