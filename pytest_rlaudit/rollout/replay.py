@@ -29,7 +29,9 @@ two identical audits give different ratios. :func:`check_replay` refuses both wi
 Cost: one episode of one-row policy calls (and :data:`PREFIX_STEPS` more) beside the
 audit's (scenarios + 1) x episodes batched episodes: 0.14 s of a 1.6 s default-suite
 audit of ``examples/ppo_cartpole.zip`` on CartPole-v1 at 30 episodes
-(benchmarks/bench_seed_replay.py), once per agent, env and seed in a process.
+(benchmarks/bench_seed_replay.py), once per agent, env and seed in a process. On a
+batch the engine asks for ``whole=False`` and the batch runs the whole episode again in
+a row of its own (:mod:`.replay_row`), at the cost of a row rather than of one-row calls.
 What it still cannot see: randomness drawn only in later episodes (episode 1 on), on a
 branch episode 0 never takes, or that changes no action of episode 0; state an agent keeps
 from one episode to the next; and nondeterminism that shows only in another process (a
