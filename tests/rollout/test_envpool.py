@@ -22,16 +22,27 @@ from pytest_rlaudit.world.envs import env_spec  # noqa: E402
 SUITE = ["nominal", "jitter", "delay", "obs_noise", "action_noise"]
 
 
-def pool(num_envs: int):
-    return envpool.make_gymnasium("HalfCheetah-v4", num_envs=num_envs, seed=0,
-                                  max_episode_steps=40)
+@pytest.fixture
+def pool():
+    """A maker of HalfCheetah pools, each closed after the test (an open one's __del__
+    fails at the interpreter's exit, once envpool's module globals are gone)."""
+    made = []
+
+    def make(num_envs: int):
+        made.append(envpool.make_gymnasium("HalfCheetah-v4", num_envs=num_envs, seed=0,
+                                           max_episode_steps=40))
+        return made[-1]
+
+    yield make
+    for each in made:
+        each.close()
 
 
 def gait(obs):  # elementwise (a matmul's rounding would change with the batch)
     return np.tanh(np.asarray(obs)[:, 1:7] * 0.5)
 
 
-def test_an_audit_on_an_envpool_pool_repeats_for_any_pool_size():
+def test_an_audit_on_an_envpool_pool_repeats_for_any_pool_size(pool):
     first = run_episodes(as_policy(gait), env_spec(pool(16)), scenarios.resolve(SUITE), 6, seed=3)
     again = run_episodes(as_policy(gait), env_spec(pool(16)), scenarios.resolve(SUITE), 6, seed=3)
     small = run_episodes(as_policy(gait), env_spec(pool(5)), scenarios.resolve(SUITE), 6, seed=3)
@@ -44,7 +55,7 @@ def test_an_audit_on_an_envpool_pool_repeats_for_any_pool_size():
     assert not np.array_equal(first["action_noise"].returns, first["nominal"].returns)
 
 
-def test_episode_i_starts_in_the_same_state_in_every_scenario():
+def test_episode_i_starts_in_the_same_state_in_every_scenario(pool):
     out = run_episodes(as_policy(gait), env_spec(pool(7)), scenarios.resolve(SUITE), 4, seed=0,
                        record=True)
     starts = {name: np.stack([seen[0] for seen in out[name].observations]) for name in SUITE}
@@ -55,7 +66,7 @@ def test_episode_i_starts_in_the_same_state_in_every_scenario():
     assert len({row.tobytes() for row in starts["nominal"]}) == 4  # episodes differ
 
 
-def test_the_audit_reads_the_pool_and_refuses_physics_with_the_remedy():
+def test_the_audit_reads_the_pool_and_refuses_physics_with_the_remedy(pool):
     result = audit(gait, pool(8), scenarios=["delay"], episodes=3, reference=-200.0)
     assert result.env.startswith("envpool's HalfCheetah")
     with pytest.raises(PerturbationError, match="envpool's HalfCheetah pool.*one env per slot"):
