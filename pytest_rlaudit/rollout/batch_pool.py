@@ -8,16 +8,16 @@ are the scalar path's (gymnasium's CartPole vector env).
 >>> env = env_spec("CartPole-v1")
 >>> batch_for(env, scenarios.resolve(["jitter"]), rows=8).num_envs
 8
->>> batch_for(env, scenarios.resolve(["push"]), rows=8) is None  # needs the physics
-True
+>>> [s.name for s in split_off(env, scenarios.resolve(["jitter", "push"]))]  # physics
+['push']
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 
-from ..errors import PerturbationError
 from ..world.agents import Policy
 from ..world.batches.chains import check_batchable
 from ..world.batches.kinds import BatchKind
@@ -30,29 +30,61 @@ from .lockstep import BatchGroup
 from .slots import Job
 from .workers import LocalGroup
 
-__all__ = ["batch_for", "run_batch"]
+__all__ = ["alone", "batch_for", "run_batch", "split_off"]
 
 
 def batch_for(env: AuditEnv, scenarios: Sequence[Scenario], *, rows: int) -> BatchKind | None:
-    """The batch ``scenarios`` run on: the one the user gave (a scenario it cannot take
-    is a :class:`~pytest_rlaudit.errors.PerturbationError`), a new one of ``rows`` rows
-    where the env has one that gives the scalar path's numbers and every scenario runs on
-    it, else None (one env per slot)."""
+    """The batch ``scenarios`` run on, every one of which it can step (:func:`split_off`
+    takes the others first): the one the user gave, or a new one of ``rows`` rows where
+    the env has one that gives the scalar path's numbers; None where the env has no
+    batch (one env per slot)."""
     source = env.batch
     if source is None:
         return None
     if source.given is not None:
         kind = source.given
-        check_batchable(scenarios, (kind.observation_space, kind.action_space), kind.label)
-        return kind
-    assert source.make is not None  # a source either gives a batch or makes one
-    kind = source.make(rows)
-    try:
-        check_batchable(scenarios, (kind.observation_space, kind.action_space), kind.label)
-    except PerturbationError:  # the scalar path runs them, with the same numbers
-        kind.close()
-        return None
+    else:
+        assert source.make is not None  # a source either gives a batch or makes one
+        kind = source.make(rows)
+    assert not check_batchable(scenarios, kind), "split_off takes them first"
     return kind
+
+
+def split_off(env: AuditEnv, scenarios: Sequence[Scenario]) -> list[Scenario]:
+    """The scenarios of ``scenarios`` that ``env``'s batch cannot step (``dynamics`` and
+    ``push``: per-env physics; a perturbation acting inside the env's step), to run one
+    env per slot on :func:`alone`'s envs, with the same numbers; none where ``env`` has
+    no batch. One that a batch the user gave cannot run at all (it has no factory of its
+    envs) is a :class:`~pytest_rlaudit.errors.PerturbationError` naming the scenario, the
+    batch and the remedy.
+
+    >>> from pytest_rlaudit import scenarios
+    >>> from pytest_rlaudit.world.envs import env_spec
+    >>> [s.name for s in split_off(env_spec("CartPole-v1"), scenarios.resolve(["jitter", "push"]))]
+    ['push']
+    """
+    source = env.batch
+    if source is None:
+        return []
+    if source.given is not None:
+        return check_batchable(scenarios, source.given)
+    assert source.make is not None
+    probe = source.make(1)  # its spaces and label (a one-row kind costs well under 1 ms)
+    try:
+        return check_batchable(scenarios, probe)
+    finally:
+        probe.close()
+
+
+def alone(env: AuditEnv) -> AuditEnv:
+    """``env`` as one env per slot, for the scenarios its batch cannot step: its own
+    factory, or, for a batch the user gave, the factory of the batch's envs
+    (:attr:`~pytest_rlaudit.world.batches.kinds.BatchKind.per_env`)."""
+    given = env.batch.given if env.batch is not None else None
+    if given is None:
+        return replace(env, batch=None)
+    assert given.per_env is not None  # else split_off refused what needs it
+    return replace(env, factory=given.per_env, batch=None)
 
 
 def run_batch(policy: Policy, env: AuditEnv, kind: BatchKind, scenarios: Sequence[Scenario],

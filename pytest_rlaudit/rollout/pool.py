@@ -30,7 +30,7 @@ from ..world.envs import AuditEnv
 from ..world.reuse import EXACT, reset_verdict
 from ..world.scenarios import Scenario
 from . import progress
-from .batch_pool import batch_for, run_batch
+from .batch_pool import alone, batch_for, run_batch, split_off
 from .batches import EpisodeBatch, warn_capped
 from .deadline import Expired
 from .driver import drive, placer
@@ -97,6 +97,14 @@ def run_pool(
     batch_size = integer("batch_size", DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
                          minimum=1)
     integer("max_steps", max_steps, minimum=1)
+    apart = split_off(env, scenarios)
+    if apart:  # what the batch cannot step runs one env per slot, with the same numbers
+        options: dict[str, Any] = dict(seed=seed, batch_size=chosen, max_steps=max_steps,
+                                       record=record, workers=workers)
+        rest = [s for s in scenarios if all(s is not a for a in apart)]
+        out = run_pool(policy, env, rest, indices, **options) if rest else {}
+        out.update(run_pool(policy, alone(env), apart, indices, **options))
+        return {s.name: out[s.name] for s in scenarios}
     n_eps = len(indices)
     given = env.batch is not None and env.batch.given is not None
     if workers > 1 and n_eps * len(scenarios) > 1 and policy.shards_freely and not given:

@@ -251,14 +251,16 @@ class SlotGroup:
             raise
         self.made.append(wrapped)
         got = (wrapped.observation_space, wrapped.action_space)
-        if self.spaces is None:
-            self.spaces = got
-        elif got[0] != self.spaces[0] or got[1] != self.spaces[1]:
+        # held to the env's own spaces, not only to the first scenario's: a pool may hold
+        # only the scenarios a batch could not step
+        want = self.spaces or (counter.observation_space, counter.action_space)
+        if got[0] != want[0] or got[1] != want[1]:
             raise ValueError(
                 f"scenario {self.names[s]!r} changes the env's spaces (observations {got[0]}, "
-                f"actions {got[1]}; nominal: {self.spaces[0]}, {self.spaces[1]}); the same "
+                f"actions {got[1]}; nominal: {want[0]}, {want[1]}); the same "
                 "agent must run every scenario, so a perturbation has to keep the spaces"
             )
+        self.spaces = want
         if self.policy is not None and attach_policy(wrapped, self.policy):
             self.attacks = True
         return wrapped, counter

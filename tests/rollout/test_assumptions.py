@@ -291,18 +291,22 @@ class LateCoin(BasePolicy):
         return actions, states
 
 
-@pytest.mark.parametrize("env, scenario, how", [
+@pytest.mark.parametrize("env, scenario, row, how", [
     # one env per slot: the check ran the whole episode before the audit
-    (lambda: gym.make("CartPole-v1"), "jitter",
+    (lambda: gym.make("CartPole-v1"), "jitter", True,
      "run by the seed-replay check and then by the audit"),
     # CartPole's vector env: its first steps before, the whole of it in a row of the batch
-    ("CartPole-v1", "jitter", "run in two rows of the audit's batch"),
-    # an env that can batch, on a scenario that takes one env per slot (push needs the
-    # physics): no batch, no replay row, so the check runs the whole episode after all
-    ("CartPole-v1", "push", "run by the seed-replay check and then by the audit"),
-], ids=["slots", "batch", "batchable-env-on-slots"])
-def test_an_agent_drawing_outside_the_seeds_only_late_in_the_episode_is_refused(env, scenario,
-                                                                                how):
+    ("CartPole-v1", "jitter", True, "run in two rows of the audit's batch"),
+    # push needs the physics, so it runs one env per slot; nominal still runs batched
+    ("CartPole-v1", "push", True, "run in two rows of the audit's batch"),
+    # an env that can batch, whose batch hands back no replay row (as on Ray's actors):
+    # the check runs the whole episode after all
+    ("CartPole-v1", "jitter", False, "run by the seed-replay check and then by the audit"),
+], ids=["slots", "batch", "batch-and-slots", "batch-without-row"])
+def test_an_agent_drawing_outside_the_seeds_only_late_in_the_episode_is_refused(
+        env, scenario, row, how, monkeypatch):
+    if not row:
+        monkeypatch.setattr(replay_row, "wanted", lambda: None)
     # the draws start past the 16 steps the replay once compared
     with pytest.raises(NonReproducibleError) as info:
         audit(LateCoin(), env, [scenario], episodes=4)

@@ -7,6 +7,7 @@ scenario, the batch and the remedy where the user gave it."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import os
 import time
@@ -31,7 +32,7 @@ from pytest_rlaudit.errors import (
 )
 from pytest_rlaudit.perturbations import Jitter, ObservationNoise, Perturbation
 from pytest_rlaudit.rollout import calls
-from pytest_rlaudit.rollout.batch_pool import batch_for
+from pytest_rlaudit.rollout.batch_pool import batch_for, split_off
 from pytest_rlaudit.rollout.runner import run_episodes
 from pytest_rlaudit.world.agents import BasePolicy, EnvNeeds, as_policy
 from pytest_rlaudit.world.batches.chains import Chain
@@ -57,6 +58,12 @@ RECORDED = ("traces", "observations", "actions", "last_observations")
 def balance(obs):
     """A numpy CartPole controller: balances nominally, falls under timing faults."""
     return (obs[:, 2] + 0.3 * obs[:, 3] > 0).astype(np.int64)
+
+
+def lean(obs):
+    """A numpy CartPole controller that reads the pole's angle alone: it falls in tens of
+    steps, sooner or later under pushes and other physics."""
+    return (obs[:, 2] > 0).astype(np.int64)
 
 
 def swing_up(obs):
@@ -244,25 +251,28 @@ SHOVE = Scenario("shove", "custom", Shove)
 STACKED = Scenario("stacked", "custom", _jitter_over_noise)
 
 
-@pytest.mark.parametrize("names", [["nominal", "push"], ["jitter", "dynamics"], [SHOVE, "delay"],
-                                   [STACKED]], ids=["push", "dynamics", "custom", "stacked"])
-def test_what_the_vector_env_cannot_run_falls_back_to_one_env_per_slot_silently(
-        names, vector_steps):
+@pytest.mark.parametrize("names, batched", [
+    (["nominal", "push"], 4), (["jitter", "dynamics", "delay"], 8), ([SHOVE, "delay"], 4),
+    ([STACKED], 0)], ids=["push", "dynamics", "custom", "stacked"])
+def test_what_the_vector_env_cannot_run_takes_one_env_per_slot_silently(
+        names, batched, vector_steps):
     env = env_spec("CartPole-v1")
     chosen = scenarios.resolve(names)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = run_episodes(as_policy(balance), env, chosen, episodes=4, seed=6)
     assert [str(w.message) for w in caught] == []
-    assert vector_steps == []  # every scenario ran on the scalar path
+    # the others ran on the vector env, with rows for their jobs alone
+    assert set(vector_steps) == ({batched} if batched else set())
     _same(out, run_episodes(as_policy(balance), _scalar(env), chosen, episodes=4, seed=6))
 
 
 @pytest.mark.parametrize("name", ["push", "dynamics", "adversarial_obs"])
-def test_the_audit_makes_no_batch_for_a_scenario_it_cannot_take(name):
+def test_the_audit_splits_off_what_its_batch_cannot_take(name):
     env = env_spec("CartPole-v1")
-    assert batch_for(env, scenarios.resolve([name]), rows=8) is None
-    assert batch_for(env, scenarios.resolve(["jitter", name]), rows=8) is None
+    assert [s.name for s in split_off(env, scenarios.resolve(["jitter", name]))] == [name]
+    assert split_off(env, scenarios.resolve(["jitter", "delay"])) == []
+    assert split_off(_scalar(env), scenarios.resolve([name])) == []  # no batch: nothing apart
     assert batch_for(env, scenarios.resolve(["jitter"]), rows=8) is not None
 
 
@@ -317,6 +327,51 @@ def test_an_async_vector_env_audits_as_its_env_id_does():
     _same_audits(given, audit(balance, "CartPole-v1", scenarios=["jitter"], episodes=3, seed=2))
 
 
+def _one_factory(how: str) -> gym.vector.VectorEnv:
+    """Four CartPoles in a vector env built from one factory, as people build them."""
+    if how == "make_vec":
+        return gym.make_vec("CartPole-v1", num_envs=4, vectorization_mode="sync")
+    if how == "comprehension":  # four functions, one code and closure
+        return gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
+    if how == "partial":  # four equal partials
+        return gym.vector.SyncVectorEnv([functools.partial(gym.make, "CartPole-v1")
+                                         for _ in range(4)])
+    return gym.vector.AsyncVectorEnv([lambda: gym.make("CartPole-v1")] * 4)
+
+
+@pytest.mark.parametrize("how", ["make_vec", "comprehension", "partial", "async"])
+def test_a_vector_env_of_one_factory_runs_physics_on_that_factorys_envs(how, monkeypatch):
+    made: list[int] = []
+    real = VectorRows.step
+    monkeypatch.setattr(VectorRows, "step", lambda self, a: (made.append(1), real(self, a))[1])
+    # pushes every 10 steps: the lean controller's episodes end before push's 50th
+    names = ["jitter", scenarios.get("push").with_params(interval=10), "dynamics", SHOVE]
+    venv = _one_factory(how)
+    try:
+        assert VectorRows(venv).per_env is not None
+        given = audit(lean, venv, scenarios=names, episodes=4, seed=5)
+    finally:
+        venv.close()
+    assert made  # nominal and jitter ran on the vector env given
+    alone = audit(lean, "CartPole-v1", scenarios=names, episodes=4, seed=5)
+    _same_audits(given, alone)
+    for name in ("push", "dynamics", "shove"):  # each perturbed something
+        assert not np.array_equal(given[name].returns, given.nominal.returns), name
+
+
+def test_a_vector_env_of_envs_from_different_factories_finds_no_factory():
+    closures = [(lambda i=i: gym.make("CartPole-v1", max_episode_steps=100 + i))
+                for i in range(2)]
+    for fns in ([lambda: gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")], closures,
+                [functools.partial(gym.make, "CartPole-v1"),
+                 functools.partial(gym.make, "CartPole-v1", max_episode_steps=9)]):
+        venv = gym.vector.SyncVectorEnv(fns)
+        try:
+            assert VectorRows(venv).per_env is None
+        finally:
+            venv.close()
+
+
 # ------------------------------------------------- what a batch given cannot run
 
 
@@ -324,7 +379,10 @@ GIVEN_LABELS = {"sync": "SyncVectorEnv", "batched": "BatchedCartPole"}
 
 
 def _given(kind: str) -> Any:
-    return _cartpoles(4) if kind == "sync" else _batched_cartpole()(8)
+    if kind == "sync":  # two factories: no factory of one env makes its envs
+        return gym.vector.SyncVectorEnv(
+            [lambda: gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")] * 2)
+    return _batched_cartpole()(8)
 
 
 def _refused(kind: str, chosen: list, entry: str) -> str:
@@ -350,6 +408,10 @@ def test_physics_on_a_batch_given_is_an_error_naming_scenario_batch_and_remedy(k
     assert f"scenario {name!r}" in message
     assert GIVEN_LABELS[kind] in message  # the batch the user gave, by its class
     assert "one env per slot" in message and "env's id or a factory" in message  # the remedy
+    if kind == "sync":  # and what would make the vector env itself run it
+        assert message.endswith("A SyncVectorEnv built from one factory (as gym.make_vec "
+                                 "builds it, or [make] * n) runs them on that factory's envs; "
+                                 "this one's envs come from different factories")
     # the audit's own stand-ins are no part of the user's setup
     assert "Mailbox" not in message and "RowView" not in message
 

@@ -22,6 +22,8 @@ scalar path's. No perturbation is written twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
@@ -32,6 +34,7 @@ from ..envs import AuditEnv
 from ..perturbations import Perturbation, seed_perturbations
 from ..scenario import Scenario
 from ..scenarios import check_applicable
+from .kinds import BatchKind
 
 __all__ = ["Mailbox", "Chain", "check_batchable", "check_scenarios"]
 
@@ -54,25 +57,26 @@ class Mailbox(gym.Env):
                            "around those steps")
 
 
-def _remedy(label: str) -> str:
+def _remedy(label: str, hint: str = "") -> str:
     return (f"Audit it on one env per slot instead: pass the env's id or a factory of one "
-            f"env (as audit(agent, 'CartPole-v1') does), not {label}")
+            f"env (as audit(agent, 'CartPole-v1') does), not {label}.{hint}")
 
 
 class Chain:
     """``scenario``'s wrappers around a :class:`Mailbox` of ``spaces`` (observations,
     actions), with the hooks of one agent step (see the module). ``label`` names the
     batch kind in errors: a scenario the batch cannot take is a
-    :class:`~pytest_rlaudit.errors.PerturbationError` naming it, the kind and the remedy.
+    :class:`~pytest_rlaudit.errors.PerturbationError` naming it, the kind and the remedy
+    (``hint``: what else would make the kind run it).
     """
 
     def __init__(self, scenario: Scenario, spaces: tuple[gym.Space[Any], gym.Space[Any]],
-                 label: str) -> None:
+                 label: str, hint: str = "") -> None:
         self.name = scenario.name
         self.box = Mailbox(*spaces)
         made = scenario.perturbation
         if isinstance(made, type) and not (issubclass(made, Perturbation) and made.LOCKSTEP):
-            raise PerturbationError(_refusal(scenario, made, label))  # before it is built
+            raise PerturbationError(_refusal(scenario, made, label, hint))  # before it is built
         try:
             self.env = scenario.wrap(self.box)
         except PerturbationError as exc:  # it refused the batch's spaces: say whose
@@ -82,7 +86,7 @@ class Chain:
         current: Any = self.env
         while current is not self.box:
             if not isinstance(current, Perturbation) or not current.LOCKSTEP:
-                raise PerturbationError(_refusal(scenario, type(current), label))
+                raise PerturbationError(_refusal(scenario, type(current), label, hint))
             layers.append(current)
             current = current.env  # type: ignore[attr-defined]  # a gym.Wrapper's
         if any(layer.TIMING for layer in layers[:-1]):
@@ -90,7 +94,7 @@ class Chain:
                 f"scenario {scenario.name!r} cannot run on {label}: a timing perturbation "
                 f"({type(next(x for x in layers[:-1] if x.TIMING)).__name__}) wraps another "
                 "perturbation, so the wrappers below it would run once per env step; in a "
-                f"batch only the innermost wrapper may hold actions. {_remedy(label)}")
+                f"batch only the innermost wrapper may hold actions. {_remedy(label, hint)}")
         if (self.env.observation_space, self.env.action_space) != spaces:
             raise PerturbationError(
                 f"scenario {scenario.name!r} changes the env's spaces; the same agent must "
@@ -128,7 +132,7 @@ class Chain:
         return obs
 
 
-def _refusal(scenario: Scenario, made: type, label: str) -> str:
+def _refusal(scenario: Scenario, made: type, label: str, hint: str) -> str:
     kind = made.__name__
     if kind in ("Dynamics", "Push"):
         why = (f"its perturbation ({kind}) changes the env's physics, which needs each env's "
@@ -140,32 +144,41 @@ def _refusal(scenario: Scenario, made: type, label: str) -> str:
         why = (f"its perturbation ({kind}) acts inside the env's step; a batch runs only "
                "perturbations that split their step into decide() and observe() "
                "(pytest_rlaudit.perturbations.Perturbation, LOCKSTEP = True)")
-    return f"scenario {scenario.name!r} cannot run on {label}: {why}. {_remedy(label)}"
+    return f"scenario {scenario.name!r} cannot run on {label}: {why}. {_remedy(label, hint)}"
 
 
-def check_batchable(scenarios: Any, spaces: tuple[gym.Space[Any], gym.Space[Any]],
-                    label: str) -> None:
-    """A :class:`~pytest_rlaudit.errors.PerturbationError` naming every scenario of
-    ``scenarios`` that a batch of ``label`` cannot run (each with its cause and remedy);
-    one still to be calibrated is checked in raw units."""
-    problems = []
+def check_batchable(scenarios: Sequence[Scenario], kind: BatchKind) -> list[Scenario]:
+    """The scenarios of ``scenarios`` that ``kind`` cannot step but runs one env per slot
+    from its own factory (``kind.per_env``: ``dynamics`` and ``push`` on a vector env
+    built from one factory); a :class:`~pytest_rlaudit.errors.PerturbationError` naming
+    every scenario it cannot run at all (each with its cause and remedy). One still to be
+    calibrated is checked in raw units."""
+    problems, apart = [], []
+    spaces = (kind.observation_space, kind.action_space)
     for scenario in scenarios:
         probe = scenario.calibrated(None) if scenario.needs_spread else scenario
         try:
-            Chain(probe, spaces, label)
+            Chain(probe, spaces, kind.label, kind.hint)
         except PerturbationError as exc:
+            apart.append(scenario)
             problems.append(str(exc))
-    if problems:
+    if problems and kind.per_env is None:
         raise PerturbationError("; ".join(problems))
+    return apart
 
 
-def check_scenarios(scenarios: Any, env: AuditEnv) -> None:
+def check_scenarios(scenarios: Sequence[Scenario], env: AuditEnv) -> None:
     """Before any episode: a :class:`~pytest_rlaudit.errors.PerturbationError` naming each
     of ``scenarios`` that cannot run on ``env``: on the batch the user gave, if any
-    (:func:`check_batchable`), else on one env each (its wrappers' own checks,
+    (:func:`check_batchable`; those it runs one env per slot, on one of its envs), else
+    on one env each (its wrappers' own checks,
     :func:`~pytest_rlaudit.world.scenarios.check_applicable`)."""
     given = env.batch.given if env.batch is not None else None
-    if given is not None:
-        check_batchable(scenarios, (given.observation_space, given.action_space), given.label)
-    else:
+    if given is None:
         check_applicable(scenarios, env.make)
+        return
+    apart = check_batchable(scenarios, given)
+    if apart:
+        assert given.per_env is not None  # else check_batchable refused them
+        check_applicable(apart, replace(env, factory=given.per_env, batch=None).make)
+

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -34,7 +35,7 @@ from ...errors import EnvContractError
 from .protocol import POLICY_KEY, BatchedEnv
 
 __all__ = ["BatchKind", "BatchSource", "CartPoleRows", "VectorRows", "ProtocolRows", "RowView",
-           "as_numpy", "vector_entry"]
+           "as_numpy", "one_factory", "vector_entry"]
 
 
 def as_numpy(value: Any) -> np.ndarray:
@@ -49,6 +50,12 @@ class BatchKind:
     messages; the spaces are those of one env."""
 
     label: str = "a batch of envs"
+    #: A factory of one of its envs, if it has one (a vector env built from one factory):
+    #: the scenarios the batch cannot step (``dynamics``, ``push``: per-env physics) run one
+    #: env per slot from it, with the scalar path's numbers. None: they are refused.
+    per_env: Callable[[], gym.Env] | None = None
+    #: Said after the remedy when such a scenario is refused (how the kind could run it).
+    hint: str = ""
     num_envs: int
     observation_space: gym.Space[Any]
     action_space: gym.Space[Any]
@@ -110,6 +117,7 @@ class CartPoleRows(BatchKind):
         self.base: Any = self.venv.unwrapped
         self.base.reset(seed=0)  # allocates the state; every row is set at its own reset
         self.num_envs = num_envs
+        self.per_env = partial(gym.make, env_id)
         self.observation_space = self.base.single_observation_space
         self.action_space = self.base.single_action_space
 
@@ -167,6 +175,11 @@ class VectorRows(BatchKind):
                 f"Box), and its observations are {self.observation_space}; pass a factory of "
                 "one env instead (lambda: gym.make(...)): the audit then runs one env per row")
         self._started = False
+        self.per_env = one_factory(venv)
+        if self.per_env is None and isinstance(venv, _BUILT_FROM_FACTORIES):
+            self.hint = (f" A {type(venv).__name__} built from one factory (as "
+                         "gym.make_vec builds it, or [make] * n) runs them on that "
+                         "factory's envs; this one's envs come from different factories")
 
     def reset(self, ids: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
         every: list[int | None] = [None] * self.num_envs
@@ -186,6 +199,56 @@ class VectorRows(BatchKind):
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         obs, rewards, terminated, truncated = _split(self.venv.step(actions), self.label)
         return as_numpy(obs), rewards, terminated, truncated
+
+
+_BUILT_FROM_FACTORIES = (gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv)
+
+
+def one_factory(venv: Any) -> Callable[[], gym.Env] | None:
+    """The factory every env of ``venv`` was made by, if ``venv`` is a ``SyncVectorEnv``
+    or ``AsyncVectorEnv`` (not wrapped: a vector wrapper would change what its envs
+    give) whose ``env_fns`` are one factory: the same object, or functions of the same
+    code with equal defaults and closures (``[lambda: gym.make(id) for _ in ...]``), or
+    equal ``functools.partial`` objects. None otherwise.
+
+    >>> make = lambda: gym.make("CartPole-v1")
+    >>> one_factory(gym.vector.SyncVectorEnv([make] * 2)) is make
+    True
+    >>> one_factory(gym.vector.SyncVectorEnv(
+    ...     [lambda: gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1", max_episode_steps=9)]))
+    """
+    if not isinstance(venv, _BUILT_FROM_FACTORIES):
+        return None
+    fns = list(getattr(venv, "env_fns", ()))
+    if fns and all(_same_factory(fns[0], f) for f in fns[1:]):
+        return fns[0]  # type: ignore[no-any-return]
+    return None
+
+
+def _same_factory(a: Any, b: Any) -> bool:
+    """Whether factories ``a`` and ``b`` make the same env (see :func:`one_factory`)."""
+    if a is b:
+        return True
+    if isinstance(a, partial) and isinstance(b, partial):
+        return (_same_factory(a.func, b.func) and _equal(a.args, b.args)
+                and _equal(a.keywords, b.keywords))
+    code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    if code_a is None or code_a is not code_b:
+        return False
+    try:
+        cells = [tuple(c.cell_contents for c in (f.__closure__ or ())) for f in (a, b)]
+    except ValueError:  # a cell not yet filled: nothing to compare
+        return False
+    return (_equal(a.__defaults__, b.__defaults__) and _equal(a.__kwdefaults__, b.__kwdefaults__)
+            and _equal(*cells))
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b`` as a plain truth; an object that cannot say (numpy arrays) is unequal."""
+    try:
+        return bool(a == b)
+    except Exception:  # an ambiguous truth value: not known to be the same
+        return False
 
 
 class ProtocolRows(BatchKind):
