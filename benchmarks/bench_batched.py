@@ -27,7 +27,10 @@ What is timed (wall clock, medians over interleaved repeats):
 
 The target is ``audit`` within 1.3x of ``raw``. Also printed: the audit of the default
 suite (nominal + speed_5x, jitter, delay, spike, obs_noise) at the same episodes per
-scenario, and its returns for batch sizes 1,024 and 256 (asserted equal).
+scenario, and its returns for batch sizes 1,024 and 256 (asserted equal); and what each
+of six observation, action and timing scenarios adds to an audit of nominal alone, on a
+quarter of the episodes (:func:`per_scenario`): the cost of the perturbation hooks a
+batch runs for its rows at every step.
 
 Run (from the repository root)::
 
@@ -155,7 +158,30 @@ def main(argv: list[str] | None = None) -> int:
     print(f"default suite (nominal + 5 timing scenarios), {episodes} episodes each on "
           f"{suite[1]} envs: {elapsed:.3f} s; returns equal on {suite[2]} envs: "
           f"{'OK' if same else 'DIFFER'}")
+    per_scenario(policy, envs, episodes // 4 or episodes, seed, repeats)
     return 0 if same else 1
+
+
+#: The scenarios whose cost on a batch :func:`per_scenario` prints: the perturbation
+#: hooks a batch runs for every row at every step.
+SCENARIOS = ("obs_noise", "dropped_obs", "delay", "action_noise", "jitter", "sticky_actions")
+
+
+def per_scenario(policy, envs: int, episodes: int, seed: int, repeats: int) -> None:
+    """What one scenario adds to a batched audit: the audit of nominal and it, less the
+    audit of nominal alone, over nominal alone (1.0: the scenario's episodes cost what the
+    nominal ones do; the rest is its hooks, run on the rows of each step)."""
+    times: dict[str, list[float]] = {name: [] for name in ("nominal", *SCENARIOS)}
+    for _ in range(repeats):
+        for name in times:
+            times[name].append(run_audit(policy, envs, episodes, seed, [name])[0])
+    base = statistics.median(times["nominal"])
+    print(f"one scenario on the batch ({envs} envs, {episodes} episodes; medians of "
+          f"{repeats}): nominal alone {base:.3f} s")
+    for name in SCENARIOS:
+        median = statistics.median(times[name])
+        print(f"  {name:15s} {median:7.3f} s   its episodes cost {(median - base) / base:.2f}x "
+              "nominal's")
 
 
 if __name__ == "__main__":

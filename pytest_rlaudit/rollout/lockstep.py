@@ -26,7 +26,7 @@ batch kind: it is the scalar path's, number for number.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -175,9 +175,8 @@ class BatchGroup:
             self.actions[rows] = actions
             if self.decides.any():
                 chained = np.flatnonzero(self.decides[rows])
-                chain = self.chain
-                for i, row in zip(chained.tolist(), rows[chained].tolist(), strict=True):
-                    self.actions[row], self.left[row] = chain[row].decide(actions[i])
+                if len(chained):
+                    self._decide(rows[chained], np.asarray(actions)[chained])
         started: list[Job] = []
         finished: list[Finished] = []
         fresh: list[int] = []
@@ -208,9 +207,9 @@ class BatchGroup:
                 self.agent_steps[due] += 1
                 self.ret[due] += self.held[due]
                 seen[due] = obs[due]
-            chain = self.chain
-            for row in due[self.observes[due]].tolist():
-                seen[row] = chain[row].observe(obs[row])
+            watched = due[self.observes[due]]
+            if len(watched):
+                self._observe(watched, obs)
             ending = over[due] | (self.agent_steps[due] >= self.max_steps)
             if ending.any():
                 for row in due[ending].tolist():
@@ -221,6 +220,45 @@ class BatchGroup:
             else:
                 going = due
         return self._reply(going, fresh, started, finished)
+
+    def _by_scenario(self, rows: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, list[Chain]]]:
+        """``rows`` (rows with chains) by scenario: each group's positions in ``rows``, its
+        rows and their chains."""
+        scenario = self.ids[rows] // len(self.indices)
+        every = np.arange(len(rows))
+        groups = np.unique(scenario)
+        for s in groups.tolist():
+            at = every if len(groups) == 1 else every[scenario == s]
+            mine = rows[at]
+            yield at, mine, [self.chain[row] for row in mine.tolist()]
+
+    def _decide(self, rows: np.ndarray, actions: np.ndarray) -> None:
+        """The actions ``rows`` execute for their agents' ``actions``, and how long each is
+        held: each scenario's rows at once where its chain is one wrapper (its
+        ``decide_rows``), else row by row through the chain."""
+        for at, mine, chains in self._by_scenario(rows):
+            if len(chains[0].layers) == 1:
+                layers = [c.layers[0] for c in chains]
+                executed, holds = type(layers[0]).decide_rows(layers, actions[at])
+                self.actions[mine] = executed
+                self.left[mine] = holds
+            else:
+                for row, c, action in zip(mine.tolist(), chains, actions[at], strict=True):
+                    self.actions[row], self.left[row] = c.decide(action)
+
+    def _observe(self, rows: np.ndarray, obs: np.ndarray) -> None:
+        """What the agents of ``rows`` see of ``obs``, put in ``seen``: each scenario's
+        rows at once where its chain is one wrapper (its ``observe_rows``), else row by
+        row through the chain."""
+        seen = self.seen
+        assert seen is not None  # made at the first reset
+        for _, mine, chains in self._by_scenario(rows):
+            if len(chains[0].layers) == 1:
+                layers = [c.layers[0] for c in chains]
+                seen[mine] = type(layers[0]).observe_rows(layers, obs[mine])
+            else:
+                for row, c in zip(mine.tolist(), chains, strict=True):
+                    seen[row] = c.observe(obs[row])
 
     def plain(self) -> bool:
         """Whether every row runs an episode without wrappers (nominal's, or another

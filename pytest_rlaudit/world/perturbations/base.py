@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, SupportsFloat, cast
@@ -18,7 +18,8 @@ from ..._checks import integer, number
 from ..._seeding import stable_hash
 from ...errors import PerturbationError
 
-__all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation",
+__all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation", "noised",
+           "noised_action",
            "held_frame", "check_scale", "SCALES", "require_box", "Param", "declared_params",
            "check_params", "noop_params", "ranges"]
 
@@ -105,7 +106,18 @@ def noisy_observation(obs: Any, sigma: float | np.ndarray, rng: np.random.Genera
     array([  3, 125], dtype=uint8)
     """
     obs = np.asarray(obs)
-    noise = rng.standard_normal(obs.shape)
+    return noised(obs, sigma, rng.standard_normal(obs.shape), space)
+
+
+def noised(obs: np.ndarray, sigma: float | np.ndarray, noise: np.ndarray,
+           space: spaces.Box) -> np.ndarray:
+    """:func:`noisy_observation`'s rule with the standard normals ``noise`` given, element
+    by element: ``obs`` may be one observation or a batch of them (a row each).
+
+    >>> noised(np.zeros((2, 2), np.float32), 0.5, np.ones((2, 2)), spaces.Box(-1, 1, (2,)))
+    array([[0.5, 0.5],
+           [0.5, 0.5]], dtype=float32)
+    """
     noisy: np.ndarray
     if obs.dtype.kind not in "iu":  # np.issubdtype(dtype, np.integer), at a tenth the cost
         noisy = (obs + sigma * noise).astype(obs.dtype, copy=False)
@@ -281,9 +293,22 @@ def _noisy_action(space: gym.Space[Any], action: Any, sigma: float, rng: np.rand
             return space.start + int(rng.integers(space.n))
         return action
     box = cast(spaces.Box, space)  # the action noise's check admits Box and Discrete only
+    return noised_action(np.asarray(action), sigma, rng.standard_normal(box.shape), box)
+
+
+def noised_action(action: np.ndarray, sigma: float, noise: np.ndarray,
+                  box: spaces.Box) -> np.ndarray:
+    """A Box action plus the standard normals ``noise`` x ``sigma`` x half the range,
+    clipped, element by element: ``action`` may be one action or a batch (a row each).
+
+    >>> noised_action(np.zeros((2, 1)), 0.5, np.ones((2, 1)), spaces.Box(-2, 2, (1,)))
+    array([[1.],
+           [1.]], dtype=float32)
+    """
     half = (box.high - box.low) / 2.0
-    noisy = np.asarray(action) + sigma * half * rng.standard_normal(box.shape)
-    return np.clip(noisy, box.low, box.high).astype(box.dtype)
+    noisy = action + sigma * half * noise
+    out: np.ndarray = np.clip(noisy, box.low, box.high).astype(box.dtype)
+    return out
 
 
 class Perturbation(gym.utils.RecordConstructorArgs):
@@ -331,6 +356,23 @@ class Perturbation(gym.utils.RecordConstructorArgs):
         """The second half of an agent step: what the agent sees of ``obs``, the
         observation the env below returned after the held steps."""
         return obs
+
+    @classmethod
+    def observe_rows(cls, layers: Sequence[Perturbation], obs: np.ndarray) -> np.ndarray:
+        """:meth:`observe` of each of ``layers`` (one wrapper of this class per row of a
+        lock-step batch, all of one scenario) on its row of ``obs``: how a batch calls
+        it. A perturbation that can act on all the rows at once overrides this, its
+        :meth:`observe` doing the same with a batch of one."""
+        out: np.ndarray = np.stack([layer.observe(row) for layer, row in zip(layers, obs, strict=True)])
+        return out
+
+    @classmethod
+    def decide_rows(cls, layers: Sequence[Perturbation],
+                    actions: Sequence[Any]) -> tuple[Any, Sequence[int]]:
+        """:meth:`decide` of each of ``layers`` (as :meth:`observe_rows`) on its row of
+        ``actions``: the actions the envs execute, and for how many env steps each."""
+        decided = [layer.decide(a) for layer, a in zip(layers, actions, strict=True)]
+        return [a for a, _ in decided], [k for _, k in decided]
 
     def _step_by_hooks(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """One agent step as :meth:`decide`, the held env steps (:func:`hold`, the rewards

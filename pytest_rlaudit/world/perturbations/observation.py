@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -14,10 +14,12 @@ from .base import (
     Perturbation,
     check_scale,
     held_frame,
+    noised,
     noisy_observation,
     ranges,
     require_box,
 )
+from .draws import Blocks
 from .keys import ObservedKeys, keys_argument
 
 __all__ = ["ObservationDelay", "ObservationNoise", "DroppedObservation"]
@@ -135,12 +137,26 @@ class ObservationNoise(Perturbation, gym.Wrapper):
             else self.sigma * spreads[key] for key, box in self._boxes.items()}
         # the std of a Box observation, as it always was; per key for a Dict
         self.noise_std: Any = self._std[None] if None in self._std else dict(self._std)
+        # an array's noise is drawn in blocks of steps (the stream's own numbers, see
+        # .draws); a Dict's key by key at each step, as the keys interleave in the stream
+        self._blocks = Blocks("standard_normal")
 
     def observe(self, obs: Any) -> Any:
-        if self.observed.keys is None:  # an array: no map (a batch calls this per row)
-            return noisy_observation(obs, self._std[None], self.rng, self._boxes[None])
+        if self.observed.keys is None:  # an array: the rows' rule with one row
+            return self.observe_rows([self], np.asarray(obs)[None])[0]
         return self.observed.map(obs, lambda key, part: noisy_observation(
             part, self._std[key], self.rng, self._boxes[key]))
+
+    @classmethod
+    def observe_rows(cls, layers: Sequence[Perturbation], obs: np.ndarray) -> np.ndarray:
+        first = cast(ObservationNoise, layers[0])
+        if first.observed.keys is not None:
+            return super().observe_rows(layers, obs)
+        shape = obs.shape[1:]
+        # np.array: a fifth of np.stack's time on a thousand small rows
+        noise = np.array([layer._blocks.next(layer.rng, shape)  # type: ignore[attr-defined]
+                          for layer in layers])
+        return noised(obs, first._std[None], noise, first._boxes[None])
 
     step = Perturbation._step_by_hooks
 
@@ -171,6 +187,7 @@ class DroppedObservation(Perturbation, gym.Wrapper):
         gym.Wrapper.__init__(self, env)
         self.observed = ObservedKeys("DroppedObservation", env.observation_space, chosen)
         self._last: Any = None
+        self._blocks = Blocks("random")
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -179,7 +196,7 @@ class DroppedObservation(Perturbation, gym.Wrapper):
         return obs, info
 
     def observe(self, obs: Any) -> Any:
-        if self.rng.random() >= self.p:
+        if self._blocks.next(self.rng, ()) >= self.p:  # one uniform a step, drawn in blocks
             self._last = held_frame(obs)
         return self.observed.held(self._last, obs)
 
