@@ -110,6 +110,14 @@ class Engine:
         return str(self.policy.name)
 
     @property
+    def details(self) -> tuple[str, ...]:
+        """What reports show of the agent beyond its name: its ``details()`` if it has
+        them (an ONNX policy: how it runs batches, an exported robot policy's joint names
+        and action scale), else nothing."""
+        said = getattr(self.policy, "details", None)  # a policy wrapper forwards it
+        return tuple(str(line) for line in said()) if callable(said) else ()
+
+    @property
     def normalized(self) -> bool:
         """Whether the agent normalises its observations (diagnoses do not advise it)."""
         return normalizes(self.policy)

@@ -178,6 +178,9 @@ class AuditResult(ScenarioTable[ScenarioResult]):
     #: the nominal mean return's margin over the reference; not clearly positive: every
     #: scenario is rated INCONCLUSIVE
     margin: Margin | None = None
+    #: what the agent says of itself beyond its name (an exported robot policy: how it
+    #: runs batches, its joint names and action scale), a line each
+    agent_details: tuple[str, ...] = ()
 
     def __getitem__(self, name: str) -> ScenarioResult:
         if name == "nominal":
@@ -190,6 +193,7 @@ class AuditResult(ScenarioTable[ScenarioResult]):
         return {
             "schema": SCHEMA_VERSION,
             "agent": self.agent,
+            "agent_details": list(self.agent_details),
             "env": self.env,
             "seed": self.seed,
             "episodes": self.episodes,
@@ -224,7 +228,8 @@ class AuditResult(ScenarioTable[ScenarioResult]):
     def __str__(self) -> str:
         header = (f"audit of {self.agent} on {self.env}: {self.episodes} paired episodes per "
                   f"scenario, seed {self.seed}\nratios of: nominal mean return "
-                  f"{fixed(self.nominal.mean_return, 1)}, reference {fixed(self.reference, 1)}")
+                  f"{fixed(self.nominal.mean_return, 1)}, reference {fixed(self.reference, 1)}"
+                  + "".join(f"\nagent: {line}" for line in self.agent_details))
         level = f"{self.confidence:.0%} CI"
         rows = [("scenario", "category", "mean return", "ratio", level, "rating", "p",
                  "env steps")]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from types import GenericAlias, UnionType
 from typing import (
     Annotated,
@@ -84,6 +85,10 @@ class Record(TypedDict, total=False):
 
     nodeid: Required[Annotated[str, "the pytest node id of the audited test"]]
     agent: Required[Annotated[str, "the policy's name"]]
+    agent_details: Annotated[list[str], "what the policy says of itself beyond its name, a "
+                             "line each (an ONNX policy: how it runs batches, and an exported "
+                             "robot policy's joint names and action scale); [] when it says "
+                             "nothing"]
     env: Required[Annotated[str, "the env's name"]]
     scenario: Required[Annotated[str, "the scenario's name"]]
     category: Annotated[str, "deployment, stress or custom"]
@@ -244,7 +249,8 @@ def record_of(nodeid: str, check: Any, gate: Gate | None) -> Record:
     return _record(nodeid, check.result, check.nominal, agent=check.agent, env=check.env,
                    seed=check.seed, reference=check.reference,
                    reference_score=check.reference_score, confidence=check.level,
-                   thresholds=check.thresholds, gate=gate, passed=check.passed)
+                   thresholds=check.thresholds, gate=gate, passed=check.passed,
+                   agent_details=check.agent_details)
 
 
 def curve_record(nodeid: str, curve: Any, gate: Gate | None, passed: bool) -> Record:
@@ -256,7 +262,8 @@ def curve_record(nodeid: str, curve: Any, gate: Gate | None, passed: bool) -> Re
     rec = _record(nodeid, curve.at(curve.default), audited.nominal, agent=audited.agent,
                   env=audited.env, seed=audited.seed, reference=curve.reference,
                   reference_score=audited.reference, confidence=audited.confidence,
-                  thresholds=audited.thresholds, gate=gate, passed=passed)
+                  thresholds=audited.thresholds, gate=gate, passed=passed,
+                  agent_details=audited.agent_details)
     rec["tolerance"] = curve.to_dict()
     return rec
 
@@ -314,13 +321,15 @@ def _mixable(name: str, params: Any) -> bool:
 
 def _record(nodeid: str, r: Any, nominal: Any, *, agent: str, env: str, seed: int,
             reference: float | str, reference_score: float, confidence: float,
-            thresholds: Any, gate: Gate | None, passed: bool) -> Record:
+            thresholds: Any, gate: Gate | None, passed: bool,
+            agent_details: Sequence[str] = ()) -> Record:
     """A record of the scenario result ``r`` paired with the ``nominal`` one."""
     schedule = r.params.get("schedule")
     t = thresholds
     return {
         "nodeid": nodeid,
         "agent": agent,
+        "agent_details": [str(line) for line in agent_details],
         "env": env,
         "scenario": r.name,
         "category": r.category,

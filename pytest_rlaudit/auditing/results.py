@@ -145,4 +145,5 @@ def run_audit(agent: Any, env: EnvLike, scenarios: ScenarioLike | Iterable[Scena
             scenarios=measured.scenarios,
             seconds=time.perf_counter() - started,
             margin=measured.margin,
+            agent_details=engine.details,
         )

@@ -99,6 +99,7 @@ def markdown(doc: dict[str, Any]) -> str:
         lines.append(f"- **{md(agg['agent'])}** on {md(agg['env'])}: "
                      f"{'; '.join(parts) or 'no suites'}; ratios of the "
                      f"{md(agg_baseline(agg))}")
+        lines += [f"  - agent: {md(line)}" for line in agg.get("agent_details", ())]
         if agg.get("inconclusive"):
             lines.append(f"  - {_BADGE['INCONCLUSIVE']}: {md(agg['inconclusive'])}")
         if agg.get("mix"):

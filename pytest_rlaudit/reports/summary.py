@@ -51,7 +51,8 @@ def aggregates(records: Iterable[Record]) -> list[dict[str, Any]]:
     ScenarioMix line that trains under what broke it (or None) and ``mix_mark``, whether a
     benchmark showed that line to raise the ratios or it is an untested suggestion. Training runs (records
     with ``runs``): ``runs`` too, and ``nominal`` is their nominal IQM, ``episodes`` each
-    run's."""
+    run's. ``agent_details``: what the agent says of itself (its records'), where it says
+    anything."""
     groups: dict[tuple[str, str], list[Record]] = {}
     for rec in records:
         groups.setdefault((rec["agent"], rec["env"]), []).append(rec)
@@ -66,6 +67,9 @@ def aggregates(records: Iterable[Record]) -> list[dict[str, Any]]:
             "reference_kind": "random" if widest.get("reference") == "random" else "number",
             "inconclusive": None if unrated is None else (
                 (unrated.get("diagnosis") or {}).get("pattern") or INCONCLUSIVE)}
+        details = next((r["agent_details"] for r in members if r.get("agent_details")), None)
+        if details:  # what the agent says of itself (an exported robot policy's metadata)
+            entry["agent_details"] = list(details)
         if "runs" in widest:  # a runs record: its nominal is the runs' IQM, per run
             entry.update(runs=widest["runs"], episodes=widest.get("episodes", 0))
         for category in ("deployment", "stress"):

@@ -97,6 +97,7 @@ def audit_section(records: Sequence[Record], *, lost: Sequence[dict[str, str]] =
                     line.append((f" (min {iqm}ratio {fixed(a['score'])}, {a['scenario']})", ""))
         lines.append(line)
         lines.append([(f"  ratios of: {agg_baseline(agg)}", "")])
+        lines += [[(f"  agent: {line}", "")] for line in agg.get("agent_details", ())]
         if agg.get("inconclusive"):
             lines.append([(f"  {INCONCLUSIVE}: ", INCONCLUSIVE), (agg["inconclusive"], "")])
         if agg["mix"]:

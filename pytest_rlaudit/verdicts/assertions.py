@@ -92,6 +92,7 @@ class RobustnessCheck:
     gates: tuple[tuple[float, bool, str | None], ...]
     level: float = 0.95  # confidence of result.ci (higher after adaptive looks)
     agent: str = ""  # the policy's name, as reports show it
+    agent_details: tuple[str, ...] = ()  # what it says of itself beyond its name
     env: str = ""
     seed: int = 0
     reference: float | str = 0
@@ -259,7 +260,8 @@ def robustness_check(agent: Any, env: EnvLike, scenario: ScenarioLike, settings:
                 nominal=measured.nominal.mean_return, reference=float(ref),
                 agent=agent if shown_as is None else shown_as)
         check = RobustnessCheck(result, not failed, message, tuple(thresholds), sampled.level,
-                                agent=engine.name, env=engine.env.name, seed=settings.seed,
+                                agent=engine.name, agent_details=engine.details,
+                                env=engine.env.name, seed=settings.seed,
                                 reference=settings.reference, gate=gate if thresholds else None,
                                 nominal=measured.nominal, reference_score=float(ref),
                                 thresholds=settings.thresholds,

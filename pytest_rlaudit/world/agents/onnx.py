@@ -273,6 +273,12 @@ class OnnxPolicy(ExportedPolicy):
             lines.append(f"other metadata: {_shortened(','.join(others))}")
         return "\n".join(lines)
 
+    def details(self) -> tuple[str, ...]:
+        """What reports show of the policy beyond its name (:meth:`describe` past its first
+        line): how it runs batches, and the joint names and action scale of its metadata
+        (mjlab's export) when it has them."""
+        return tuple(self.describe().splitlines()[1:])
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {'; '.join(self.describe().splitlines())}>"
 
