@@ -7,7 +7,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pytest_rlaudit.perturbations import ActionNoise, DroppedObservation, ObservationNoise
+from pytest_rlaudit.perturbations import (
+    ActionNoise,
+    DroppedObservation,
+    ObservationDelay,
+    ObservationNoise,
+)
 from pytest_rlaudit.world.perturbations.draws import BLOCK_ELEMENTS, Blocks
 
 
@@ -70,6 +75,8 @@ def _layers(kind: str, n: int) -> list:
         made = [ObservationNoise(gym.make("CartPole-v1"), sigma=0.2) for _ in range(n)]
     elif kind == "dropped":
         made = [DroppedObservation(gym.make("CartPole-v1"), p=0.5) for _ in range(n)]
+    elif kind == "delay":
+        made = [ObservationDelay(gym.make("CartPole-v1"), steps=2) for _ in range(n)]
     else:
         made = [ActionNoise(gym.make("Pendulum-v1"), sigma=0.3) for _ in range(n)]
     for i, layer in enumerate(made):
@@ -77,7 +84,7 @@ def _layers(kind: str, n: int) -> list:
     return made
 
 
-@pytest.mark.parametrize("kind", ["obs_noise", "dropped", "action_noise"])
+@pytest.mark.parametrize("kind", ["obs_noise", "dropped", "delay", "action_noise"])
 def test_a_batch_rule_equals_the_one_row_rule_row_by_row(kind):
     rows, alone = _layers(kind, 6), _layers(kind, 6)
     data = np.random.default_rng(1)
@@ -93,3 +100,8 @@ def test_a_batch_rule_equals_the_one_row_rule_row_by_row(kind):
             batch = type(rows[0]).observe_rows(rows, obs)
             one = np.stack([layer.observe(o) for layer, o in zip(alone, obs, strict=True)])
             assert batch.dtype == one.dtype and np.array_equal(batch, one)
+            obs[:] = np.nan  # what the rows hold is theirs: a reused buffer changes nothing
+    if kind in ("dropped", "delay"):  # and the rows show held frames, not only fresh ones
+        fresh = data.normal(size=(6, 4)).astype(np.float32)
+        shown = type(rows[0]).observe_rows(rows, fresh)
+        assert not np.isnan(shown).any() and not np.array_equal(shown, fresh)

@@ -69,8 +69,20 @@ class ObservationDelay(Perturbation, gym.Wrapper):
         return obs, info
 
     def observe(self, obs: Any) -> Any:
+        if self.observed.keys is None and isinstance(obs, np.ndarray):
+            return self.observe_rows([self], obs[None])[0]  # the rows' rule with one row
         self._queue.append(held_frame(obs))
         return self.observed.held(self._queue[0], obs)
+
+    @classmethod
+    def observe_rows(cls, layers: Sequence[Perturbation], obs: np.ndarray) -> np.ndarray:
+        if cast(ObservationDelay, layers[0]).observed.keys is not None:
+            return super().observe_rows(layers, obs)
+        held = obs.copy()  # one copy for every row (held_frame's, which the env cannot reuse)
+        for layer, row in zip(layers, held, strict=True):
+            layer._queue.append(row)  # type: ignore[attr-defined]
+        # np.array: a fifth of np.stack's time on a thousand small rows
+        return np.array([layer._queue[0] for layer in layers])  # type: ignore[attr-defined]
 
     step = Perturbation._step_by_hooks
 
@@ -196,8 +208,22 @@ class DroppedObservation(Perturbation, gym.Wrapper):
         return obs, info
 
     def observe(self, obs: Any) -> Any:
+        if self.observed.keys is None and isinstance(obs, np.ndarray):
+            return self.observe_rows([self], obs[None])[0]  # the rows' rule with one row
         if self._blocks.next(self.rng, ()) >= self.p:  # one uniform a step, drawn in blocks
             self._last = held_frame(obs)
         return self.observed.held(self._last, obs)
+
+    @classmethod
+    def observe_rows(cls, layers: Sequence[Perturbation], obs: np.ndarray) -> np.ndarray:
+        first = cast(DroppedObservation, layers[0])
+        if first.observed.keys is not None:
+            return super().observe_rows(layers, obs)
+        held = obs.copy()  # one copy for every row (held_frame's, which the env cannot reuse)
+        arrived = np.array([layer._blocks.next(layer.rng, ())  # type: ignore[attr-defined]
+                            for layer in layers]) >= first.p
+        for i in np.flatnonzero(arrived).tolist():
+            layers[i]._last = held[i]  # type: ignore[attr-defined]
+        return np.array([layer._last for layer in layers])  # type: ignore[attr-defined]
 
     step = Perturbation._step_by_hooks
