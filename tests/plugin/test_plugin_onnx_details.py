@@ -14,28 +14,14 @@ torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
+from onnx_exports import Balance  # noqa: E402
+
 from pytest_rlaudit import as_policy, audit  # noqa: E402
 
 #: mjlab's metadata_props (comma-separated lists), for CartPole's two joints
 METADATA = {"joint_names": "slider,hinge", "action_scale": "1.0",
             "default_joint_pos": "0.0,0.0"}
 SHOWN = ["joints: slider, hinge", "action scale: 1.0", "other metadata: default_joint_pos"]
-
-
-class Balance(torch.nn.Module):
-    """CartPole's lean controller as a linear layer: scores [-(theta + omega), theta +
-    omega]."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = torch.nn.Linear(4, 2, bias=False)
-        with torch.no_grad():
-            self.linear.weight.zero_()
-            self.linear.weight[0, 2:] = -1.0
-            self.linear.weight[1, 2:] = 1.0
-
-    def forward(self, obs):
-        return self.linear(obs)
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
+from onnx_exports import Balance  # noqa: E402
+
 from pytest_rlaudit import as_policy, audit  # noqa: E402
 from pytest_rlaudit.world.agents import onnx as onnx_agents  # noqa: E402
 from pytest_rlaudit.world.agents.onnx import OnnxPolicy  # noqa: E402
@@ -190,22 +192,6 @@ def test_a_copy_reopens_batched_without_checking_again(files, monkeypatch):
     obs = _observations(16)
     copy.bind(OBS_SPACE, ACT_SPACE)
     assert np.array_equal(copy.act(obs, None)[0], _row_by_row(files["fixed"], obs))
-
-
-class Balance(torch.nn.Module):
-    """CartPole's lean controller as a linear layer: scores [-(theta + omega), theta +
-    omega]."""
-
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(4, 2, bias=False)
-        with torch.no_grad():
-            self.linear.weight.zero_()
-            self.linear.weight[0, 2:] = -1.0
-            self.linear.weight[1, 2:] = 1.0
-
-    def forward(self, obs):
-        return self.linear(obs)
 
 
 def test_a_cartpole_audit_of_a_batch_one_export_runs_batched(tmp_path):
