@@ -56,7 +56,8 @@ def observation_spread(episodes: Iterable[Any],
         return _dict_spread(listed, keys)
     # an episode recorded as one array (a row a step) is taken whole: stacking its rows
     # one by one cost half a second for a thousand 500-step episodes
-    parts = [episode if isinstance(episode, np.ndarray) else np.stack([np.asarray(obs) for obs in episode])
+    parts = [episode if isinstance(episode, np.ndarray)
+             else np.stack([np.asarray(obs) for obs in episode])
              for episode in listed if len(episode)]
     if not parts or not np.issubdtype(parts[0].dtype, np.floating):
         return None

@@ -336,10 +336,12 @@ def _one_factory(how: str) -> gym.vector.VectorEnv:
     if how == "partial":  # four equal partials
         return gym.vector.SyncVectorEnv([functools.partial(gym.make, "CartPole-v1")
                                          for _ in range(4)])
+    if how == "generator":  # factories given as a generator (gymnasium 1.1's make_vec): spent
+        return gym.vector.SyncVectorEnv(lambda: gym.make("CartPole-v1") for _ in range(4))
     return gym.vector.AsyncVectorEnv([lambda: gym.make("CartPole-v1")] * 4)
 
 
-@pytest.mark.parametrize("how", ["make_vec", "comprehension", "partial", "async"])
+@pytest.mark.parametrize("how", ["make_vec", "comprehension", "partial", "generator", "async"])
 def test_a_vector_env_of_one_factory_runs_physics_on_that_factorys_envs(how, monkeypatch):
     made: list[int] = []
     real = VectorRows.step
@@ -370,6 +372,14 @@ def test_a_vector_env_of_envs_from_different_factories_finds_no_factory():
             assert VectorRows(venv).per_env is None
         finally:
             venv.close()
+    # spent factories whose envs' spec does not make the same env (a wrapper of a lambda)
+    doubled = gym.vector.SyncVectorEnv(
+        (lambda: gym.wrappers.TransformReward(gym.make("CartPole-v1"), lambda r: 2 * r))
+        for _ in range(2))
+    try:
+        assert VectorRows(doubled).per_env is None
+    finally:
+        doubled.close()
 
 
 # ------------------------------------------------- what a batch given cannot run

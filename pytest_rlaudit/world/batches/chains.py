@@ -181,4 +181,3 @@ def check_scenarios(scenarios: Sequence[Scenario], env: AuditEnv) -> None:
     if apart:
         assert given.per_env is not None  # else check_batchable refused them
         check_applicable(apart, replace(env, factory=given.per_env, batch=None).make)
-

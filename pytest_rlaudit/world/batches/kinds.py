@@ -209,7 +209,9 @@ def one_factory(venv: Any) -> Callable[[], gym.Env] | None:
     or ``AsyncVectorEnv`` (not wrapped: a vector wrapper would change what its envs
     give) whose ``env_fns`` are one factory: the same object, or functions of the same
     code with equal defaults and closures (``[lambda: gym.make(id) for _ in ...]``), or
-    equal ``functools.partial`` objects. None otherwise.
+    equal ``functools.partial`` objects; where the factories are gone (gymnasium 1.1's
+    ``make_vec`` hands a ``SyncVectorEnv`` a generator of them), ``gym.make`` of the spec
+    its envs share, if that makes the same wrapper stack. None otherwise.
 
     >>> make = lambda: gym.make("CartPole-v1")
     >>> one_factory(gym.vector.SyncVectorEnv([make] * 2)) is make
@@ -219,10 +221,31 @@ def one_factory(venv: Any) -> Callable[[], gym.Env] | None:
     """
     if not isinstance(venv, _BUILT_FROM_FACTORIES):
         return None
-    fns = list(getattr(venv, "env_fns", ()))
+    fns = getattr(venv, "env_fns", ())
+    if not isinstance(fns, Sequence):  # gymnasium 1.1's make_vec passes a generator, spent
+        return _remade(venv)
     if fns and all(_same_factory(fns[0], f) for f in fns[1:]):
         return fns[0]  # type: ignore[no-any-return]
     return None
+
+
+def _remade(venv: Any) -> Callable[[], gym.Env] | None:
+    """A factory of ``venv``'s envs from their spec, where its factories are gone: a
+    ``SyncVectorEnv`` whose envs share one spec, which ``gym.make`` turns into an env with
+    the same wrappers (checked on one made here); else None."""
+    envs = getattr(venv, "envs", None)  # a SyncVectorEnv's own envs (Async's are elsewhere)
+    if not envs:
+        return None
+    spec = envs[0].spec
+    if spec is None or any(env.spec != spec for env in envs[1:]):
+        return None
+    try:
+        made = gym.make(spec)
+    except Exception:  # a spec that does not rebuild its env: no factory
+        return None
+    same = str(made) == str(envs[0])  # the wrapper stack, outermost first
+    made.close()
+    return partial(gym.make, spec) if same else None
 
 
 def _same_factory(a: Any, b: Any) -> bool:

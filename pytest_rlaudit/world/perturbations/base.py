@@ -18,10 +18,9 @@ from ..._checks import integer, number
 from ..._seeding import stable_hash
 from ...errors import PerturbationError
 
-__all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation", "noised",
-           "noised_action",
-           "held_frame", "check_scale", "SCALES", "require_box", "Param", "declared_params",
-           "check_params", "noop_params", "ranges"]
+__all__ = ["Perturbation", "seed_perturbations", "RepeatAction", "hold", "noisy_observation",
+           "noised", "noised_action", "held_frame", "check_scale", "SCALES", "require_box",
+           "Param", "declared_params", "check_params", "noop_params", "ranges"]
 
 try:
     from gymnasium.wrappers import RepeatAction
@@ -363,7 +362,8 @@ class Perturbation(gym.utils.RecordConstructorArgs):
         lock-step batch, all of one scenario) on its row of ``obs``: how a batch calls
         it. A perturbation that can act on all the rows at once overrides this, its
         :meth:`observe` doing the same with a batch of one."""
-        out: np.ndarray = np.stack([layer.observe(row) for layer, row in zip(layers, obs, strict=True)])
+        seen = [layer.observe(row) for layer, row in zip(layers, obs, strict=True)]
+        out: np.ndarray = np.stack(seen)
         return out
 
     @classmethod
