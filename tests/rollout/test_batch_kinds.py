@@ -364,7 +364,8 @@ def test_a_vector_env_of_one_factory_runs_physics_on_that_factorys_envs(how, mon
 def test_a_vector_env_of_envs_from_different_factories_finds_no_factory():
     closures = [(lambda i=i: gym.make("CartPole-v1", max_episode_steps=100 + i))
                 for i in range(2)]
-    for fns in ([lambda: gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")], closures,
+    for fns in ([lambda: gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1", max_episode_steps=9)],
+                closures,
                 [functools.partial(gym.make, "CartPole-v1"),
                  functools.partial(gym.make, "CartPole-v1", max_episode_steps=9)]):
         venv = gym.vector.SyncVectorEnv(fns)
@@ -391,7 +392,8 @@ GIVEN_LABELS = {"sync": "SyncVectorEnv", "batched": "BatchedCartPole"}
 def _given(kind: str) -> Any:
     if kind == "sync":  # two factories: no factory of one env makes its envs
         return gym.vector.SyncVectorEnv(
-            [lambda: gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1")] * 2)
+            [lambda: gym.make("CartPole-v1"), lambda: gym.make("CartPole-v1", max_episode_steps=400)]
+            * 2)
     return _batched_cartpole()(8)
 
 
