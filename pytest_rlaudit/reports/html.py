@@ -210,8 +210,8 @@ def _pair(anchor: str, agg: dict[str, Any], records: list[Record],
     out = [f'<section class="pair" id="{anchor}"><h2>{_e(agg["agent"])} on {_e(agg["env"])}'
            f"</h2>", _badges([agg]), f"<p>{base}.{why}</p>", f"<p>{scores}</p>"]
     if agg.get("agent_details"):  # an exported robot policy's batching and metadata
-        out.append('<ul class="agent">' + "".join(f"<li>{_e(line)}</li>"
-                                                   for line in agg["agent_details"]) + "</ul>")
+        out.append('<h3>Agent</h3><ul class="agent">' + "".join(
+            f"<li>{_e(line)}</li>" for line in agg["agent_details"]) + "</ul>")
     if agg.get("mix"):
         out.append(f"<p>Train under what broke it (<code>pytest_rlaudit.perturbations"
                    f".ScenarioMix</code>): <code>{_e(agg['mix'])}</code> "

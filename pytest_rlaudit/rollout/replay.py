@@ -67,7 +67,7 @@ from .._seeding import POLICY_STREAM, episode_seed_sequence
 from ..errors import NonFiniteOutputError, NonReproducibleError
 from ..world.agents import Policy
 from ..world.envs import AuditEnv
-from ..world.reuse import UNSEEDED, reset_verdict, same
+from ..world.reuse import EXACT, UNSEEDED, Verdict, reset_verdict, same
 from ..world.scenarios import NOMINAL
 from . import calls
 from .batches import EpisodeBatch
@@ -147,7 +147,12 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
     :class:`~pytest_rlaudit.errors.EnvContractError`), since the replay runs through the
     runner's own env slots.
     """
-    verdict = reset_verdict(env)
+    # A batch the user gave: every env the probe would make is the batch's row 0, so it
+    # could only compare the row with itself, at a hundred steps of the whole batch; the
+    # two runs below see an unseeded reset themselves, and the audit's rows are reset,
+    # never remade, so there is no reuse to decide.
+    given = env.batch is not None and env.batch.given is not None
+    verdict = Verdict(EXACT) if given else reset_verdict(env)
     if verdict.kind == UNSEEDED:
         raise NonReproducibleError(
             f"env {env.name!r} ignores reset(seed=...): two fresh envs reset with the same "
@@ -158,13 +163,14 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
     second = _replay(policy, env, seed, episode, min(steps, PREFIX_STEPS))
     if verdict.error is not None:  # a fault the replay did not meet in its own terms
         raise verdict.error
-    label = f"episode {episode} of env {env.name!r} (env seed {seed + episode}), run twice"
+    named, fix = _env_named(env), _env_fix(env)
+    label = f"episode {episode} of {named} (env seed {seed + episode}), run twice"
     for t, (x, y) in enumerate(zip(first.observations, second.observations, strict=False)):
         if not same(x, y):
             at = "after the reset" if t == 0 else f"at agent step {t}, after the same actions"
             raise NonReproducibleError(
-                f"env {env.name!r} does not replay under its seed: {label}, gave different "
-                f"observations {at} ({_short(x)} vs {_short(y)}). {_WHY} {_ENV_FIX}")
+                f"{named} does not replay under its seed: {label}, gave different "
+                f"observations {at} ({_short(x)} vs {_short(y)}). {_WHY} {fix}")
         if t < min(len(first.actions), len(second.actions)) and not same(
                 first.actions[t], second.actions[t]):
             raise NonReproducibleError(_agent_message(policy, label, t, first.actions[t],
@@ -174,10 +180,10 @@ def check_replay(policy: Policy, env: AuditEnv, *, seed: int, episode: int = 0,
     prefix = first.trace[:len(second.trace)] if cut else first.trace
     if (not cut and first.steps != second.steps) or not same(prefix, second.trace):
         raise NonReproducibleError(
-            f"env {env.name!r} does not replay under its seed: {label} with the same "
+            f"{named} does not replay under its seed: {label} with the same "
             f"actions, it gave different rewards or ends (returns {float(prefix.sum()):g} "
             f"vs {float(second.trace.sum()):g} over {min(first.steps, second.steps)} and "
-            f"{second.steps} agent steps). {_WHY} {_ENV_FIX}")
+            f"{second.steps} agent steps). {_WHY} {fix}")
     return Replayed(episode, seed + episode, first.steps, first.trace, first.observations,
                     first.actions, whole=limit == steps or first.steps < limit)
 
@@ -192,7 +198,8 @@ def check_replayed(replayed: Replayed | None, policy: Policy, env: AuditEnv,
     :data:`PREFIX_STEPS` steps did not show shows here."""
     if replayed is None:
         return
-    label = (f"episode {replayed.episode} of env {env.name!r} (env seed {replayed.seed}), "
+    named = _env_named(env)
+    label = (f"episode {replayed.episode} of {named} (env seed {replayed.seed}), "
              f"{replayed.how}")
     if batch.observations and batch.actions:
         seen, chosen = batch.observations[0], batch.actions[0]
@@ -201,9 +208,9 @@ def check_replayed(replayed: Replayed | None, policy: Policy, env: AuditEnv,
                 break
             if not same(x, _one(seen, t)):
                 raise NonReproducibleError(
-                    f"env {env.name!r} does not replay under its seed: {label}, gave "
+                    f"{named} does not replay under its seed: {label}, gave "
                     f"different observations at agent step {t}, after the same actions "
-                    f"({_short(x)} vs {_short(_one(seen, t))}). {_WHY} {_ENV_FIX}")
+                    f"({_short(x)} vs {_short(_one(seen, t))}). {_WHY} {_env_fix(env)}")
             if not same(a, chosen[t]):
                 raise NonReproducibleError(_agent_message(policy, label, t, a, chosen[t]))
     ours, steps, ret = replayed.trace, int(batch.lengths[0]), float(batch.returns[0])
@@ -223,14 +230,29 @@ def check_replayed(replayed: Replayed | None, policy: Policy, env: AuditEnv,
         at = int(differ[0]) if len(differ) else n
         parted = f"; their rewards part at env step {at}"
     raise NonReproducibleError(
-        f"agent {policy.name} on env {env.name!r} does not replay episode {replayed.episode} "
+        f"agent {policy.name} on {named} does not replay episode {replayed.episode} "
         f"(env seed {replayed.seed}) past its first steps: the seed-replay check ran it to a "
         f"return of {float(ours.sum()):g} over {replayed.steps} agent steps, the audit to "
         f"{float(ret):g} over {steps}{parted} (the first {PREFIX_STEPS} steps replayed "
         f"alike). {_WHY} Likely cause: randomness drawn outside the audit's seeds later in "
         "the episode, by the agent (np.random.*, random.*, torch sampling without a seeded "
         "generator, once some state is reached) or by the env. Fix for the agent: "
-        f"{_AGENT_FIX} For the env: {_ENV_FIX.removeprefix('Fix: ')}")
+        f"{_AGENT_FIX} For the env: {_env_fix(env).removeprefix('Fix: ')}")
+
+
+def _env_named(env: AuditEnv) -> str:
+    """The env as messages name it: a batch the user gave by its label ("the batched env
+    SharedStarts"), any other by its name ("env 'CartPole-v1'")."""
+    given = env.batch.given if env.batch is not None else None
+    return given.label if given is not None else f"env {env.name!r}"
+
+
+def _env_fix(env: AuditEnv) -> str:
+    """How to make ``env``'s episodes replay under their seeds: its batch kind's way
+    (a batched simulator seeds each env at ``reset(env_ids, seeds)``), else a gymnasium
+    env's."""
+    given = env.batch.given if env.batch is not None else None
+    return (given.seed_fix if given is not None else None) or _ENV_FIX
 
 
 _ENV_FIX = ("Fix: draw all of the env's randomness from the generator seeded in reset: call "

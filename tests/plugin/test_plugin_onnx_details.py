@@ -70,3 +70,4 @@ def test_the_reports_show_it(pytester: pytest.Pytester, exported):
     assert all(f"  - agent: {line}" in markdown for line in SHOWN)
     page = (out / "index.html").read_text()
     assert all(f"<li>{line}</li>" in page for line in SHOWN)
+    assert '<h3>Agent</h3><ul class="agent">' in page  # under a heading of its own

@@ -14,8 +14,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pytest_rlaudit import Scenario, audit, scenarios  # noqa: E402
+from pytest_rlaudit import NonReproducibleError, Scenario, audit, scenarios  # noqa: E402
 from pytest_rlaudit.perturbations import Perturbation  # noqa: E402
+from pytest_rlaudit.rollout.replay import PREFIX_STEPS  # noqa: E402
 from pytest_rlaudit.rollout.runner import run_episodes  # noqa: E402
 from pytest_rlaudit.world.agents import as_policy  # noqa: E402
 from pytest_rlaudit.world.batches.kinds import ProtocolRows  # noqa: E402
@@ -212,3 +213,33 @@ def test_tensors_the_env_writes_again_are_copied():
             for i, (a, b) in enumerate(zip(getattr(in_place[name], field),
                                            getattr(in_numpy[name], field), strict=True)):
                 assert np.array_equal(a, b), (name, field, i)
+
+
+class SharedStarts(BatchedCartPole):
+    """A simulator that takes the seeds and ignores them: each reset draws its start from
+    the one generator all envs share (what a GPU simulator does without the protocol's
+    seeds)."""
+
+    def reset(self, env_ids, seeds):
+        ids = torch.as_tensor(np.asarray(env_ids))
+        self.state[ids] = (torch.rand((len(ids), 4), generator=self.generator) - 0.5) * 0.1
+        self.episode_length[ids] = 0
+        return {"policy": self.state[ids].clone()}
+
+
+def test_a_simulator_ignoring_its_seeds_is_refused_before_any_episode():
+    env = SharedStarts(8)
+    steps = []
+    step = env.step
+    env.step = lambda actions: (steps.append(1), step(actions))[1]
+    with pytest.raises(NonReproducibleError) as info:
+        audit(balance, env, scenarios=["delay"], episodes=4, seed=0)
+    message = str(info.value)
+    assert message.startswith("the batched env SharedStarts does not replay under its seed: "
+                              "episode 0 of the batched env SharedStarts (env seed 0)")
+    assert "gave different observations after the reset" in message
+    # the fix is the protocol's, not a gymnasium env's
+    assert "in reset(env_ids, seeds), draw the start of env env_ids[i] from seeds[i]" in message
+    assert "super().reset(seed=seed)" not in message
+    # told by the seed-replay check's own two runs: no episode of the audit ran
+    assert len(steps) == 2 * PREFIX_STEPS  # its two runs of the first steps

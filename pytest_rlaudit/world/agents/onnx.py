@@ -276,7 +276,26 @@ class OnnxPolicy(ExportedPolicy):
     def details(self) -> tuple[str, ...]:
         """What reports show of the policy beyond its name (:meth:`describe` past its first
         line): how it runs batches, and the joint names and action scale of its metadata
-        (mjlab's export) when it has them."""
+        (mjlab's export) when it has them.
+
+        >>> import tempfile, numpy as np, onnx
+        >>> from onnx import TensorProto, helper, numpy_helper
+        >>> lean = numpy_helper.from_array(  # CartPole: push the way the pole falls
+        ...     np.array([[0, 0], [0, 0], [-1, 1], [-1, 1]], np.float32), "w")
+        >>> graph = helper.make_graph(
+        ...     [helper.make_node("MatMul", ["obs", "w"], ["scores"])], "lean",
+        ...     [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, 4])],
+        ...     [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 2])], [lean])
+        >>> model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+        ...                           ir_version=8)  # as mjlab exports: a batch of 1
+        >>> helper.set_model_props(model, {"joint_names": "slider,hinge"})
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     onnx.save(model, f"{folder}/policy.onnx")
+        ...     policy = OnnxPolicy(f"{folder}/policy.onnx")
+        ...     policy.bind(spaces.Box(-np.inf, np.inf, (4,)), spaces.Discrete(2))
+        ...     policy.details()
+        ('batches: one call per batch (fixed batch of 1 made symbolic; ...)', 'joints: slider, hinge')
+        """
         return tuple(self.describe().splitlines()[1:])
 
     def __repr__(self) -> str:

@@ -56,6 +56,9 @@ class BatchKind:
     per_env: Callable[[], gym.Env] | None = None
     #: Said after the remedy when such a scenario is refused (how the kind could run it).
     hint: str = ""
+    #: How to make its episodes replay under their seeds, said when they do not (None:
+    #: the gymnasium env's way, for a batch of gymnasium envs).
+    seed_fix: str | None = None
     num_envs: int
     observation_space: gym.Space[Any]
     action_space: gym.Space[Any]
@@ -287,6 +290,14 @@ def _equal(a: Any, b: Any) -> bool:
 
 class ProtocolRows(BatchKind):
     """A :class:`~.protocol.BatchedEnv`: tensors copied to numpy, a ``"policy"`` key read."""
+
+    seed_fix = ("Fix: in reset(env_ids, seeds), draw the start of env env_ids[i] from "
+                "seeds[i] alone (a generator of its own, such as "
+                "torch.Generator(device).manual_seed(seed), not the simulator's shared one), "
+                "and draw nothing in step that the seeds do not fix (the resets step makes "
+                "of its own are never used: the audit resets each episode itself). A "
+                "simulator that truly cannot be seeded cannot be audited with paired "
+                "episodes: its ratios would mix the perturbation's effect with its own luck.")
 
     def __init__(self, env: BatchedEnv) -> None:
         self.env = env
