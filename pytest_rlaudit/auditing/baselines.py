@@ -40,6 +40,7 @@ SCHEMAS = (1,)
 _TOP: dict[str, tuple[type, ...]] = {
     "complete": (bool,), "incomplete": (str, type(None)), "missing": (list,),
     "options": (dict,), "version": (str,), "created": (str,), "machine": (dict,),
+    "run": (dict,),  # a run of a history folder (.history)
 }
 KIND = "pytest-rlaudit baseline"
 #: What every saved result must carry for a paired comparison.

@@ -292,7 +292,16 @@ OPTIONS: tuple[Option, ...] = (
            "their seeds, ratios, intervals, ratings; agent, env, options, machine) to PATH, a "
            "baseline for --rl-compare.", "PATH"),
     Option("--rl-compare", _text, None, "compare this run with the baseline at PATH, paired "
-           "episode by episode on the same seeds; reports regressions and improvements.", "PATH"),
+           "episode by episode on the same seeds; reports regressions and improvements. With "
+           "--rl-history: also last (the newest run there with this run's settings), a run "
+           "number, or a commit prefix.", "PATH"),
+    Option("--rl-history", _text, None, "keep every auditing run's results in DIR, one "
+           "numbered file per run named by its commit (NNNN_<commit>[_dirty].json), for "
+           "--rl-compare last|N|<commit prefix>.", "DIR"),
+    Option("--rl-history-show", _flag, False, "print each audited test's trend over the "
+           "--rl-history runs with this run's settings (the latest 10): ratio, interval and "
+           "rating by run, the first significant paired drop marked with its commit. With "
+           "--rl-report, DIR/history.html charts every run."),
     Option("--rl-compare-fail", _tolerances, (), "fail the run when a mean return or a ratio "
            "drops significantly and beyond EXPR (return:5%%, return:10, ratio:0.05, ratio:5%%); "
            "repeatable.", "EXPR", repeat=True),
@@ -395,6 +404,8 @@ class Settings:
     call_timeout: float  # 0.0: no bound
     save: str | None
     compare: str | None
+    history: str | None
+    history_show: bool
     compare_fail: tuple[Tolerance, ...]
     progress: str
     replay: tuple[str, ...]
@@ -410,6 +421,11 @@ class Settings:
         if settings.stochastic and settings.deterministic:
             raise pytest.UsageError("--rl-stochastic and --rl-deterministic contradict each "
                                     "other (rl_stochastic, rl_deterministic): give one")
+        if settings.history_show and not settings.history:
+            raise pytest.UsageError(
+                "--rl-history-show shows the runs kept in a history folder, and no "
+                "--rl-history is given: add --rl-history DIR (or rl_history = DIR in the ini "
+                "file)")
         if settings.videos and not settings.report:
             raise pytest.UsageError(
                 "--rl-videos writes its GIFs into the report folder, and no --rl-report is "

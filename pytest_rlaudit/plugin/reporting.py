@@ -43,7 +43,8 @@ def _folder_problem(folder: Path) -> str | None:
 
 def check_destinations(settings: Any) -> None:
     """A :class:`pytest.UsageError` naming the path and the fix when ``--rl-report``'s
-    folder or ``--rl-save``'s file cannot be written (checked at ``pytest_configure``)."""
+    or ``--rl-history``'s folder or ``--rl-save``'s file cannot be written (checked at
+    ``pytest_configure``)."""
     if settings.report:
         report = Path(settings.report)
         if report.exists() and not report.is_dir():
@@ -54,6 +55,17 @@ def check_destinations(settings: Any) -> None:
         problem = _folder_problem(report)
         if problem:
             raise pytest.UsageError(f"--rl-report {report}: cannot write the report there: "
+                                    f"{problem}; give a folder this user can write")
+    if settings.history:
+        history = Path(settings.history)
+        if history.exists() and not history.is_dir():
+            raise pytest.UsageError(
+                f"--rl-history {history}: is a file; --rl-history takes a folder (created if "
+                f"need be) that keeps one file per run, e.g. --rl-history "
+                f"{history.with_name('.rlaudit-history')}")
+        problem = _folder_problem(history)
+        if problem:
+            raise pytest.UsageError(f"--rl-history {history}: cannot keep the history there: "
                                     f"{problem}; give a folder this user can write")
     if settings.save:
         from ..auditing.baselines import check_writable

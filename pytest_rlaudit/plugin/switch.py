@@ -4,7 +4,7 @@ skipped without it, and the summary line that counts them.
 
 Forgetting ``--rl-audit`` must not pass a gate. ``--rl-agent`` names what to audit
 (``pytest --rl-agent=ppo.zip --rl-env=CartPole-v1`` is the zero-config audit);
-``--rl-save``, ``--rl-report`` and ``--rl-videos`` ask for audit results. Given on the
+``--rl-save``, ``--rl-history``, ``--rl-report`` and ``--rl-videos`` ask for audit results. Given on the
 command line, each turns auditing on, rather than being refused: a repo's own
 ``assert_robust`` tests make records without ``--rl-audit``, so ``--rl-report`` or
 ``--rl-save`` without it is not always a mistake; turning auditing on costs nothing where
@@ -30,7 +30,7 @@ __all__ = ["SKIP_REASON", "switch", "skipped_line", "agent_only", "AGENT_ONLY_LI
 SKIP_REASON = "RL audit test: run it with --rl-audit (or rl_audit = true in the ini file)"
 
 #: Options that only mean something when auditing: on the command line, they turn it on.
-_TURN_ON = ("rl_agent", "rl_save", "rl_report", "rl_videos")
+_TURN_ON = ("rl_agent", "rl_save", "rl_history", "rl_report", "rl_videos")
 
 
 def switch(config: pytest.Config, settings: Settings) -> Settings:

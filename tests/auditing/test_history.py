@@ -1,0 +1,91 @@
+"""A history folder (pytest_rlaudit.auditing.history): numbering that two savers at once
+cannot break, what names a run's commit without git, files that are not runs, and every
+way --rl-compare's reference can fail to name a run."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import re
+
+import pytest
+
+from pytest_rlaudit.auditing.baselines import baseline_document
+from pytest_rlaudit.auditing.history import Commit, commit_of, pairing_key, read_runs, resolve, save_run
+from pytest_rlaudit.errors import BaselineError
+
+OPTIONS = {"rl_seed": 0, "rl_episodes": 6, "rl_env": "CartPole-v1"}
+
+
+def document(**options) -> dict:
+    return baseline_document([], version="0.1.0", options={**OPTIONS, **options})
+
+
+def _save_many(folder: str, tag: int, count: int) -> list[str]:
+    return [save_run(document(), folder, Commit(f"{tag:040x}", "git")).name
+            for _ in range(count)]
+
+
+def test_savers_at_once_get_distinct_numbers_and_whole_files(tmp_path):
+    context = multiprocessing.get_context("spawn")  # no fork of the test process's threads
+    with context.Pool(4) as pool:
+        names = pool.starmap(_save_many, [(str(tmp_path), tag, 5) for tag in range(4)])
+    saved = sorted(name for batch in names for name in batch)
+    numbers = sorted(int(name[:4]) for name in saved)
+    assert numbers == list(range(1, 21))  # none lost, none shared
+    runs = read_runs(tmp_path)
+    assert not runs.skipped and [r.number for r in runs.runs] == numbers
+    for run in runs.runs:  # each file is its own run, whole
+        assert run.path.name.endswith(f"_{run.commit[:12]}.json")
+    assert not list(tmp_path.glob(".run.*"))  # no temporary file left behind
+
+
+def test_without_git_the_commit_comes_from_ci_or_the_time(tmp_path):
+    assert commit_of(tmp_path, environ={"CI_COMMIT_SHA": "feedface"}) == Commit(
+        "feedface", "CI_COMMIT_SHA")
+    # the first variable set wins, in the documented order
+    assert commit_of(tmp_path, environ={"GIT_COMMIT": "b", "GITHUB_SHA": "a"}).name == "a"
+    when = commit_of(tmp_path, environ={})
+    assert when.source == "time" and re.fullmatch(r"\d{8}T\d{6}Z", when.name)
+    path = save_run(document(), tmp_path, when)
+    assert path.name == f"0001_{when.name}.json"
+    assert read_runs(tmp_path).runs[0].commit == when.name
+
+
+def test_files_that_are_not_runs_are_skipped_with_why(tmp_path):
+    save_run(document(), tmp_path, Commit("a" * 40, "git"))
+    (tmp_path / "0002_bad.json").write_text("{")
+    (tmp_path / "0003_foreign.json").write_text(json.dumps({"kind": "something else"}))
+    plain = document()
+    (tmp_path / "0004_plain.json").write_text(json.dumps(plain))  # an --rl-save baseline
+    (tmp_path / "readme.json").write_text("{}")
+    runs = read_runs(tmp_path)
+    assert [r.number for r in runs.runs] == [1]
+    why = dict(line.split(": ", 1) for line in runs.skipped)
+    assert "not valid JSON" in why["0002_bad.json"]
+    assert "is not a pytest-rlaudit baseline" in why["0003_foreign.json"]
+    assert why["0004_plain.json"].startswith("a baseline without a run block")
+    assert why["readme.json"].startswith("not named as a run")
+    # numbers stay taken by files that are not runs: never reused
+    assert save_run(document(), tmp_path, Commit("b" * 40, "git")).name.startswith("0005_")
+
+
+def test_references_that_name_no_pairable_run_say_what_the_folder_holds(tmp_path):
+    key = pairing_key(OPTIONS)
+    with pytest.raises(BaselineError, match="no earlier run with this run's settings"):
+        resolve(tmp_path, "last", key)
+    save_run(document(), tmp_path, Commit("abc1" + "0" * 36, "git"))
+    save_run(document(), tmp_path, Commit("abc2" + "0" * 36, "git"))
+    save_run(document(rl_episodes=4), tmp_path, Commit("ffff" + "0" * 36, "git"))
+    with pytest.raises(BaselineError, match=r"no run number 9 \(the last ones: 1, 2, 3\)"):
+        resolve(tmp_path, "9", key)
+    with pytest.raises(BaselineError, match="'abc' starts several commits"):
+        resolve(tmp_path, "abc", key)
+    with pytest.raises(BaselineError, match="no run of a commit starting '12ab'"):
+        resolve(tmp_path, "12ab", key)
+    with pytest.raises(BaselineError, match="made with other settings"):
+        resolve(tmp_path, "ffff", key)
+    assert resolve(tmp_path, "abc2", key).name.startswith("0002_")
+    assert resolve(tmp_path, "last", key).name.startswith("0002_")  # not 0003: 4 episodes
+    assert resolve(tmp_path, "last", pairing_key({**OPTIONS, "rl_episodes": 4})).name \
+        .startswith("0003_")
