@@ -229,15 +229,17 @@ def resolve(folder: str | os.PathLike[str], ref: str, key: Mapping[str, Any]) ->
 
 def find_run(runs: Runs, ref: str, key: Mapping[str, Any] | None = None, *,
              where: str = "") -> Run:
-    """The run ``ref`` names: ``last``, the newest run; digits, that run number; else the
+    """The run ``ref`` names: ``last``, the newest complete run (the newest partial one if
+    none is complete); digits, that run number; else the
     newest run whose commit starts with ``ref``. Given a pairing ``key``, ``last`` and a
     prefix look only among runs with it, and a number naming a run without it is refused:
     runs of other settings are never paired. ``where`` starts each message."""
     where = where or f"run {ref}"
     pool = runs.runs if key is None else runs.paired_with(key)
     if ref == "last":
+        whole = [run for run in pool if run.complete]  # a partial run only if nothing else
         if pool:
-            return pool[-1]
+            return (whole or pool)[-1]
         others = f"; it holds {len(runs.runs)} run(s) of other settings" if runs.runs else ""
         mine = "" if key is None else f" with this run's settings ({settings_text(key)})"
         raise BaselineError(f"{where}: no earlier run{mine}{others}. Run once with "

@@ -250,8 +250,11 @@ class BaselineGate:
                           "a comparison against it skips what it lacks")
 
     def summary_extra(self) -> dict[str, Any]:
-        """What summary.json adds for the comparison (nothing without one)."""
-        if self.comparison is None:
-            return {}
-        return {"comparison": {"baseline": str(self.compared),
-                               **self.comparison.to_dict()}}
+        """What summary.json adds for the comparison, and where the history page is (the
+        page the history writes into the report folder once the run is kept)."""
+        extra: dict[str, Any] = {}
+        if self.comparison is not None:
+            extra["comparison"] = {"baseline": str(self.compared), **self.comparison.to_dict()}
+        if self.settings.history and self.audits.records:
+            extra["history"] = {"folder": str(self.settings.history), "page": "history.html"}
+        return extra

@@ -213,8 +213,8 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("--rl-audit", _flag, False, "run RL robustness audit tests (marked rl_audit / "
            "rl_scenario, or using the rl_audit fixture); without it they are skipped, and "
-           "counted in one summary line. --rl-agent, --rl-save, --rl-report or --rl-videos on "
-           "the command line turn it on."),
+           "counted in one summary line. --rl-agent, --rl-save, --rl-history, --rl-report or "
+           "--rl-videos on the command line turn it on."),
     Option("--rl-agent", _text, None, "the agent to audit: a path to an SB3 .zip, an "
            "rl-baselines3-zoo folder or a deployed .onnx or TorchScript .pt file, "
            "hf://ORG/REPO (Hugging Face Hub), or "

@@ -45,9 +45,13 @@ def run_lines(runs: Runs) -> list[Line]:
     return lines or [[("no run in this folder", "")]]
 
 
+def _commit(run: Any) -> str:
+    """``0123456789ab dirty partial``: a run's commit and marks."""
+    return " ".join([run.commit[:12]] + ["dirty"] * run.dirty + ["partial"] * (not run.complete))
+
+
 def _point_text(point: Any, width: int) -> str:
-    commit = point.run.commit[:12] + (" dirty" if point.run.dirty else "")
-    return (f"  #{point.run.number:04d} {commit:{width}} ratio {fixed(point.ratio)} "
+    return (f"  #{point.run.number:04d} {_commit(point.run):{width}} ratio {fixed(point.ratio)} "
             f"({interval(point.ci_low, point.ci_high)}) {point.rating}")
 
 
@@ -61,7 +65,7 @@ def trend_lines(trends: Sequence[Trend], last: int = SHOWN_RUNS) -> list[Line]:
         if len(trend.points) > len(shown):
             lines.append([(f"  ({len(trend.points) - len(shown)} earlier run(s) not shown)", "")])
         first = trend.first_drop
-        width = max(len(p.run.commit[:12]) + 6 * p.run.dirty for p in shown)
+        width = max(len(_commit(p.run)) for p in shown)
         for point in shown:
             line: Line = [(_point_text(point, width), point.rating)]
             if point.drop is not None:
@@ -108,11 +112,10 @@ def _figure(plt: Any, trend: Trend) -> Any:
 
 def _row(point: Any, first: bool) -> str:
     """A run's row of a test's table on the page; a significant drop shaded and said."""
-    dirty = " dirty" if point.run.dirty else ""
     drop = "" if point.drop is None else (
         ("first significant drop " if first else "significant drop ") + _change(point.drop))
     return (f'<tr class="{"worse" if drop else ""}"><td>#{point.run.number:04d}</td>'
-            f"<td><code>{_e(point.run.commit[:12])}</code>{dirty}</td>"
+            f"<td><code>{_e(point.run.commit[:12])}</code>{_e(_commit(point.run)[12:])}</td>"
             f'<td class="num">{fixed(point.ratio)}</td>'
             f'<td class="num">{_e(interval(point.ci_low, point.ci_high))}</td>'
             f'<td class="{_e(point.rating)}">{_e(point.rating)}</td><td>{_e(drop)}</td></tr>')

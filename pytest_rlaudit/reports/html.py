@@ -120,6 +120,9 @@ def html(doc: dict[str, Any], directory: str | Path) -> str:
     body += _problems(doc)
     if doc.get("comparison"):
         body.append(_comparison(doc["comparison"]))
+    if doc.get("history"):  # the run is kept in a history folder: its page is beside this
+        body.append(f'<p>Robustness over time: <a href="{_e(doc["history"]["page"])}">every '
+                    f'run kept in {_e(doc["history"]["folder"])}</a>.</p>')
     if not results and not replays:
         body.append("<p>No audit results.</p>")
     elif plt is None:

@@ -47,6 +47,14 @@ def runs(tester: pytest.Pytester) -> list[str]:
     return sorted(p.name for p in (tester.path / "hist").glob("*.json"))
 
 
+#: A conftest that interrupts the run (Ctrl-C) once the audit has its result.
+INTERRUPT = """
+def pytest_runtest_logfinish(nodeid, location):
+    if nodeid.startswith("rl-audit::"):
+        raise KeyboardInterrupt
+"""
+
+
 def test_a_history_of_runs_across_commits(repo):
     first = commit(repo, "robust")
     result = repo.runpytest(*RUN)
@@ -62,16 +70,31 @@ def test_a_history_of_runs_across_commits(repo):
     repo.runpytest(*RUN)
     # other settings: kept, numbered on, never paired
     repo.runpytest(*RUN[:5], "--rl-episodes", "4", *RUN[7:])
+    # an xdist run, and a run interrupted once its audit had run
+    repo.runpytest_subprocess(*RUN, "-n", "2")
+    repo.makeconftest(INTERRUPT)
+    result = repo.runpytest_subprocess(*RUN)  # in process, pytester passes Ctrl-C on
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*run 0006 (*) saved to hist*; partial: the run was "
+                                 "interrupted*"])
+    (repo.path / "conftest.py").unlink()
     assert runs(repo) == [f"0001_{first[:12]}.json", f"0002_{first[:12]}_dirty.json",
-                          f"0003_{second[:12]}.json", f"0004_{second[:12]}.json"]
+                          f"0003_{second[:12]}.json", f"0004_{second[:12]}.json",
+                          f"0005_{second[:12]}.json", f"0006_{second[:12]}.json"]
     doc = json.loads((repo.path / "hist" / f"0002_{first[:12]}_dirty.json").read_text())
     assert doc["run"]["number"] == 2 and doc["run"]["dirty"] and doc["run"]["source"] == "git"
     assert doc["run"]["commit"] == first and doc["complete"]
     assert doc["run"]["key"]["rl_episodes"] == 6 and doc["results"][0]["scenario"] == "spike"
+    xdist = json.loads((repo.path / "hist" / f"0005_{second[:12]}.json").read_text())
+    assert xdist["run"]["workers"] == 2 and xdist["complete"]
+    stopped = json.loads((repo.path / "hist" / f"0006_{second[:12]}.json").read_text())
+    assert not stopped["complete"] and stopped["incomplete"] == "the run was interrupted"
+    assert [r["scenario"] for r in stopped["results"]] == ["spike"]  # what it completed
 
-    # last: the newest run with this run's settings (0003, not 0004 of 4 episodes)
+    # last: the newest complete run with this run's settings (0005: not the partial 0006,
+    # not 0004 of 4 episodes)
     result = repo.runpytest(*RUN, "--rl-compare=last")
-    result.stdout.fnmatch_lines([f"baseline *0003_{second[:12]}.json: *"])
+    result.stdout.fnmatch_lines([f"baseline *0005_{second[:12]}.json: *"])
     # a commit prefix: the newest run of that commit with these settings (the dirty one)
     result = repo.runpytest(*RUN, f"--rl-compare={first[:7]}", "--rl-compare-fail=return:5%")
     result.stdout.fnmatch_lines([f"baseline *0002_{first[:12]}_dirty.json: *"])
@@ -85,28 +108,34 @@ def test_a_history_of_runs_across_commits(repo):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([f"baseline *0001_{first[:12]}.json: *", "*HOLD*"])
     # every run that audited was kept, the comparing ones too (not the refused one)
-    assert len(runs(repo)) == 7
+    assert len(runs(repo)) == 9
 
     # the trend: the fragile agent's first run (uncommitted, #0002) is the first drop
     result = repo.runpytest(*RUN, "--rl-history-show", "--rl-report=out")
     result.stdout.fnmatch_lines([
         "*= rl audit history =*",
         "rl-audit::spike (fragile on CartPole-v1, spike)",
-        f"  #0001 {first[:12]}       ratio 0.904 (0.520 to 1.000) MILD",
-        f"  #0002 {first[:12]} dirty ratio 0.450 (0.213 to 0.893) FAIL  <- first significant "
-        "drop against the run before: -0.454 (CI *)",
-        f"  #0003 {second[:12]}       ratio 0.450 *",
+        f"  #0001 {first[:12]:20} ratio 0.904 (0.520 to 1.000) MILD",
+        f"  #0002 {first[:12] + ' dirty':20} ratio 0.450 (0.213 to 0.893) FAIL  <- first "
+        "significant drop against the run before: -0.454 (CI *)",
+        f"  #0003 {second[:12]:20} ratio 0.450 *",
+        f"  #0005 {second[:12]:20} ratio 0.450 *",
+        f"  #0006 {second[:12] + ' partial':20} ratio 0.450 *",
     ])
-    # runs 5-8 repeat run 3: no drop; the run of 4 episodes is not in this trend
+    # the later runs repeat run 3: no drop; the run of 4 episodes is not in this trend
     assert result.stdout.str().count("significant drop") == 1
     assert "#0004" not in result.stdout.str()
     check_page(repo.path / "out" / "history.html", repo.path, first)
+    index = (repo.path / "out" / "index.html").read_text()
+    assert '<a href="history.html">every run kept in hist</a>' in index
+    assert json.loads((repo.path / "out" / "summary.json").read_text())["history"] == {
+        "folder": "hist", "page": "history.html"}
 
     # the command, outside a test run
     folder = str(repo.path / "hist")
     listed = cli(folder)
-    assert len(listed.splitlines()) == 8 and "#0002 (" + first[:12] + ", dirty)" in listed
-    assert "episodes 4" in listed and "episodes 6" in listed
+    assert len(listed.splitlines()) == 10 and "#0002 (" + first[:12] + ", dirty)" in listed
+    assert "episodes 4" in listed and "episodes 6" in listed and ", 2 workers;" in listed
     trend = cli(folder, "--trend", "spike")
     assert "<- first significant drop" in trend and "#0004" not in trend
     assert "#0004" in cli(folder, "--trend", "--run", "4")  # that run's settings
@@ -162,19 +191,18 @@ def test_last_with_no_earlier_run_starts_the_history_and_a_gate_fails(repo):
     assert len(runs(repo)) == 1  # saved all the same: the next run has its baseline
 
 
-def test_a_stopped_run_and_an_xdist_run_are_marked(repo):
+def test_a_run_stopped_early_keeps_what_it_completed(repo):
     commit(repo, "fragile")
+    repo.makeini("[pytest]\nrl_history = hist\n")  # the ini key, as a project sets it
     # -x: spike fails first, and delay never runs
-    result = repo.runpytest(*RUN[:8], "spike,delay", *RUN[9:], "-x", "-p", "no:randomly")
+    result = repo.runpytest(*RUN[:8], "spike,delay", "-p", "no:cacheprovider", "-x",
+                            "-p", "no:randomly")
     result.stdout.fnmatch_lines(["*rl audit history: run 0001 (*) saved to hist*; partial: the "
                                  "run stopped early*"])
     (stopped,) = runs(repo)
     doc = json.loads((repo.path / "hist" / stopped).read_text())
     assert not doc["complete"] and doc["incomplete"].startswith("the run stopped early")
     assert [r["scenario"] for r in doc["results"]] == ["spike"]
-    repo.runpytest_subprocess(*RUN, "-n", "2")
-    doc = json.loads((repo.path / "hist" / runs(repo)[1]).read_text())
-    assert doc["run"]["workers"] == 2 and doc["complete"] and doc["run"]["number"] == 2
 
 
 def test_nothing_is_kept_when_no_audit_ran(repo):
