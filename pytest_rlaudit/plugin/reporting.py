@@ -41,32 +41,28 @@ def _folder_problem(folder: Path) -> str | None:
     return None
 
 
+def _check_folder(flag: str, folder: Path, example: str, holds: str, does: str) -> None:
+    """A usage error when ``flag``'s ``folder`` is a file or cannot be written."""
+    if folder.exists() and not folder.is_dir():
+        raise pytest.UsageError(
+            f"{flag} {folder}: is a file; {flag} takes a folder (created if need be) {holds}, "
+            f"e.g. {flag} {folder.with_name(example)}")
+    problem = _folder_problem(folder)
+    if problem:
+        raise pytest.UsageError(f"{flag} {folder}: cannot {does} there: {problem}; give a "
+                                "folder this user can write")
+
+
 def check_destinations(settings: Any) -> None:
     """A :class:`pytest.UsageError` naming the path and the fix when ``--rl-report``'s
     or ``--rl-history``'s folder or ``--rl-save``'s file cannot be written (checked at
     ``pytest_configure``)."""
     if settings.report:
-        report = Path(settings.report)
-        if report.exists() and not report.is_dir():
-            raise pytest.UsageError(
-                f"--rl-report {report}: is a file; --rl-report takes a folder (created if need "
-                f"be) for index.html, summary.json and summary.md, e.g. --rl-report "
-                f"{report.with_name('rl-report')}")
-        problem = _folder_problem(report)
-        if problem:
-            raise pytest.UsageError(f"--rl-report {report}: cannot write the report there: "
-                                    f"{problem}; give a folder this user can write")
+        _check_folder("--rl-report", Path(settings.report), "rl-report",
+                      "for index.html, summary.json and summary.md", "write the report")
     if settings.history:
-        history = Path(settings.history)
-        if history.exists() and not history.is_dir():
-            raise pytest.UsageError(
-                f"--rl-history {history}: is a file; --rl-history takes a folder (created if "
-                f"need be) that keeps one file per run, e.g. --rl-history "
-                f"{history.with_name('.rlaudit-history')}")
-        problem = _folder_problem(history)
-        if problem:
-            raise pytest.UsageError(f"--rl-history {history}: cannot keep the history there: "
-                                    f"{problem}; give a folder this user can write")
+        _check_folder("--rl-history", Path(settings.history), ".rlaudit-history",
+                      "that keeps one file per run", "keep the history")
     if settings.save:
         from ..auditing.baselines import check_writable
         from ..errors import BaselineError

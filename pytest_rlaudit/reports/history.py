@@ -23,7 +23,7 @@ from .._format import fixed, interval
 from ..auditing.history import Runs, settings_text
 from ..auditing.trend import Trend
 from .chart import BANDS, pyplot
-from .html import _CSP, _CSS, PLOT_HINT, _e, _svg
+from .html import PLOT_HINT, _e, _svg, page
 from .terminal import Line
 
 __all__ = ["run_lines", "trend_lines", "history_page", "SHOWN_RUNS"]
@@ -160,9 +160,4 @@ def history_page(trends: Sequence[Trend], runs: Runs, folder: str) -> str:
         body.append("".join(out))
     if not trends:
         body.append("<p>No audited test in these runs.</p>")
-    bands = "".join(f".{name} {{ background: {colour}; }}\n" for name, colour in BANDS)
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
-            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>RL robustness over time</title><style>{_CSS}{bands}</style></head>\n"
-            "<body>\n" + "\n".join(body) + "\n</body></html>\n")
+    return page("RL robustness over time", body)

@@ -132,11 +132,17 @@ def html(doc: dict[str, Any], directory: str | Path) -> str:
              for i, (agg, records) in enumerate(groups, 1)]
     if replays:
         body.append(_replays(replays, plt))
+    return page("RL robustness audit", body)
+
+
+def page(title: str, body: list[str]) -> str:
+    """A self-contained page of ``body``'s parts: the report's style and rating bands,
+    and a policy that loads nothing from anywhere."""
     bands = "".join(f".{name} {{ background: {colour}; }}\n" for name, colour in BANDS)
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>RL robustness audit</title><style>{_CSS}{bands}</style></head>\n"
+            f"<title>{_e(title)}</title><style>{_CSS}{bands}</style></head>\n"
             "<body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
