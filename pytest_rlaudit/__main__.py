@@ -6,6 +6,7 @@ outside a test run.
     python -m pytest_rlaudit history .rlaudit-history --trend spike    # one scenario's
     python -m pytest_rlaudit history .rlaudit-history --compare 3 last # two runs, paired
     python -m pytest_rlaudit history .rlaudit-history --html out.html  # the history page
+    python -m pytest_rlaudit history .rlaudit-history --trend --last 20  # the latest 20 runs
 
 Runs are told by number, ``last``, or a commit prefix. A trend, like ``last``, follows
 one set of settings (env, episodes, seed, scenarios): by default those of the newest
@@ -51,7 +52,7 @@ def _history(args: argparse.Namespace) -> str:
         return head + "\n" + _text(comparison_section(comparison, base.doc, str(base.path)))
     chosen = history.find_run(runs, args.run or "last") if runs.runs else None
     mine = runs.paired_with(chosen.key) if chosen is not None else []
-    found = trends(mine)
+    found = trends(mine, last=args.last)
     if args.trend is not None and args.trend != "":
         found = [t for t in found if args.trend in (t.scenario, t.key)]
         if not found:
@@ -66,7 +67,7 @@ def _history(args: argparse.Namespace) -> str:
                         encoding="utf-8")
         return f"wrote {page}: {len(mine)} run(s), {len(found)} test(s)"
     if args.trend is not None:
-        return _text(trend_lines(found, last=len(mine) or 1))
+        return _text(trend_lines(found, last=len(mine) or 1))  # every run looked at
     return _text(run_lines(runs))
 
 
@@ -83,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     show.add_argument("--compare", nargs=2, metavar=("BASE", "RUN"),
                       help="compare two runs paired episode by episode, as --rl-compare does")
     show.add_argument("--html", metavar="FILE", help="write the history page to FILE")
+    show.add_argument("--last", type=int, metavar="N", help="--trend and --html over the "
+                      "latest N runs only (default: all; each costs a paired comparison)")
     show.add_argument("--run", metavar="RUN", help="follow the settings of this run (a "
                       "number, last or a commit prefix; default: the newest run)")
     args = parser.parse_args(argv)

@@ -58,19 +58,28 @@ class Trend:
     points: list[Point] = field(default_factory=list)
     #: the rating thresholds of its latest run (``degraded``, ``mild``, ``pass``)
     thresholds: dict[str, float] = field(default_factory=dict)
+    #: runs of these settings before :attr:`points` that were not looked at (``last``)
+    earlier: int = 0
 
     @property
     def first_drop(self) -> Point | None:
-        """The first run whose ratio fell significantly against the run before."""
+        """The first run whose ratio fell significantly against the run before, where
+        every run was looked at (:attr:`earlier` is 0); else None: a drop among the
+        latest runs may not be the first."""
+        if self.earlier:
+            return None
         return next((point for point in self.points if point.drop is not None), None)
 
 
-def trends(runs: Sequence[Run]) -> list[Trend]:
+def trends(runs: Sequence[Run], last: int | None = None) -> list[Trend]:
     """The trend of every test the ``runs`` audited (runs of one pairing key, in order),
-    in the order the tests first appear."""
+    in the order the tests first appear; with ``last``, over the latest ``last`` runs only
+    (each comparison costs a paired bootstrap per scenario: a long history is read in a
+    window), each compared with the run before it."""
+    earlier = max(0, len(runs) - last) if last is not None else 0
     out: dict[str, Trend] = {}
-    before: Run | None = None
-    for run in runs:
+    before: Run | None = runs[earlier - 1] if earlier else None
+    for run in runs[earlier:]:
         results = run.doc.get("results", [])
         drops: dict[str, Change] = {}
         if before is not None:
@@ -86,4 +95,6 @@ def trends(runs: Sequence[Run]) -> list[Trend]:
             trend.agent, trend.env = rec["agent"], rec["env"]
             trend.thresholds = dict(rec.get("thresholds") or {})
         before = run
+    for trend in out.values():
+        trend.earlier = earlier
     return list(out.values())

@@ -220,11 +220,11 @@ class BaselineGate:
 
         from ..auditing import history
         from ..auditing.trend import trends
-        from ..reports.history import history_page, trend_lines
+        from ..reports.history import PAGE_RUNS, SHOWN_RUNS, history_page, trend_lines
 
         runs = history.read_runs(folder)
         mine = runs.paired_with(history.pairing_key(self.settings.as_options()))
-        found = trends(mine)
+        found = trends(mine, last=PAGE_RUNS if self.settings.report else SHOWN_RUNS)
         if self.settings.history_show:
             self.trend = trend_lines(found)
         if self.settings.report:

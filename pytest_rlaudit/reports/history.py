@@ -26,10 +26,13 @@ from .chart import BANDS, pyplot
 from .html import PLOT_HINT, _e, _svg, page
 from .terminal import Line
 
-__all__ = ["run_lines", "trend_lines", "history_page", "SHOWN_RUNS"]
+__all__ = ["run_lines", "trend_lines", "history_page", "SHOWN_RUNS", "PAGE_RUNS"]
 
-#: Runs a terminal trend shows (the latest); the page shows them all.
+#: Runs a terminal trend shows (the latest).
 SHOWN_RUNS = 10
+#: Runs the page a test run writes shows (the latest): each costs a paired comparison
+#: with the run before (``python -m pytest_rlaudit history DIR --html`` shows them all).
+PAGE_RUNS = 30
 
 
 def run_lines(runs: Runs) -> list[Line]:
@@ -56,14 +59,15 @@ def _point_text(point: Any, width: int) -> str:
 
 
 def trend_lines(trends: Sequence[Trend], last: int = SHOWN_RUNS) -> list[Line]:
-    """Each test's trend over its ``last`` runs; the first significant drop marked with
-    its change against the run before."""
+    """Each test's trend over its ``last`` runs; each significant drop marked with its
+    change against the run before, the first as such where every run was looked at."""
     lines: list[Line] = []
     for trend in trends:
         lines.append([(f"{trend.key} ({trend.agent} on {trend.env}, {trend.scenario})", "bold")])
         shown = trend.points[-last:]
-        if len(trend.points) > len(shown):
-            lines.append([(f"  ({len(trend.points) - len(shown)} earlier run(s) not shown)", "")])
+        hidden = trend.earlier + len(trend.points) - len(shown)
+        if hidden:
+            lines.append([(f"  ({hidden} earlier run(s) not shown)", "")])
         first = trend.first_drop
         width = max(len(_commit(p.run)) for p in shown)
         for point in shown:
@@ -125,8 +129,10 @@ def history_page(trends: Sequence[Trend], runs: Runs, folder: str) -> str:
     """The history page: the runs, then per test its chart and table."""
     plt = pyplot() if trends else None
     settings = f" with {settings_text(runs.runs[0].key)}" if runs.runs else ""
+    earlier = max((trend.earlier for trend in trends), default=0)
+    window = f"; the latest {len(runs.runs) - earlier} are shown" if earlier else ""
     body = [f"<h1>RL robustness over time</h1><p>History {_e(folder)}: {len(runs.runs)} "
-            f"run(s){_e(settings)}.</p>"]
+            f"run(s){_e(settings)}{_e(window)}.</p>"]
     if runs.skipped:
         body.append("<h2>Skipped files</h2><ul>" + "".join(
             f"<li>{_e(why)}</li>" for why in runs.skipped) + "</ul>")
@@ -141,9 +147,11 @@ def history_page(trends: Sequence[Trend], runs: Runs, folder: str) -> str:
         body.append(f'<p class="note">{_e(PLOT_HINT)}</p>')
     for i, trend in enumerate(trends, 1):
         first = trend.first_drop
+        drops = [p for p in trend.points if p.drop is not None]
         mark = (f"first significant drop at run #{first.run.number:04d} (commit "
                 f"<code>{_e(first.run.commit[:12])}</code>): {_e(_change(first.drop))}"
                 if first is not None and first.drop is not None
+                else f"{len(drops)} significant drop(s) in the runs shown" if drops
                 else "no significant drop between consecutive runs")
         out = [f'<section class="scenario" id="t{i}"><h2>{_e(trend.key)}</h2>'
                f"<p>{_e(trend.agent)} on {_e(trend.env)}, {_e(trend.scenario)}: "

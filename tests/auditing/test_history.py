@@ -7,12 +7,23 @@ from __future__ import annotations
 import json
 import multiprocessing
 import re
+from pathlib import Path
 
 import pytest
 
 from pytest_rlaudit.auditing.baselines import baseline_document
-from pytest_rlaudit.auditing.history import Commit, commit_of, pairing_key, read_runs, resolve, save_run
+from pytest_rlaudit.auditing.history import (
+    Commit,
+    Run,
+    commit_of,
+    pairing_key,
+    read_runs,
+    resolve,
+    save_run,
+)
+from pytest_rlaudit.auditing.trend import trends
 from pytest_rlaudit.errors import BaselineError
+from pytest_rlaudit.reports.history import trend_lines
 
 OPTIONS = {"rl_seed": 0, "rl_episodes": 6, "rl_env": "CartPole-v1"}
 
@@ -89,3 +100,28 @@ def test_references_that_name_no_pairable_run_say_what_the_folder_holds(tmp_path
     assert resolve(tmp_path, "last", key).name.startswith("0002_")  # not 0003: 4 episodes
     assert resolve(tmp_path, "last", pairing_key({**OPTIONS, "rl_episodes": 4})).name \
         .startswith("0003_")
+
+
+def _run(number: int, returns: list[float]) -> Run:
+    rec = {"nodeid": "t::spike", "scenario": "spike", "agent": "a", "env": "e",
+           "returns": returns, "nominal_returns": [500.0] * 8, "seeds": list(range(8)),
+           "ratio": sum(returns) / 4000, "ci_low": 0.0, "ci_high": 1.0, "rating": "PASS"}
+    return Run(Path(f"{number:04d}_c{number}.json"), number, f"c{number}", False, True, {},
+               doc={"results": [rec]})
+
+
+def test_a_trend_over_the_latest_runs_never_calls_a_drop_the_first():
+    runs = [_run(1, [500.0] * 8), _run(2, [100.0] * 8), _run(3, [100.0] * 8),
+            _run(4, [20.0] * 8)]
+    (whole,) = trends(runs)
+    assert [p.drop is not None for p in whole.points] == [False, True, False, True]
+    assert whole.first_drop.run.number == 2 and whole.earlier == 0
+    (latest,) = trends(runs, last=2)  # runs 3 and 4, run 3 compared with run 2
+    assert [p.run.number for p in latest.points] == [3, 4] and latest.earlier == 2
+    assert latest.points[1].drop is not None and latest.first_drop is None
+    text = "\n".join("".join(t for t, _ in line) for line in trend_lines([latest]))
+    assert "(2 earlier run(s) not shown)" in text
+    assert "<- significant drop against the run before" in text and "first" not in text
+    text = "\n".join("".join(t for t, _ in line) for line in trend_lines([whole], last=2))
+    assert "(2 earlier run(s) not shown)" in text  # run 2's first drop is among them
+    assert "<- significant drop against the run before" in text
