@@ -5,8 +5,9 @@ way --rl-compare's reference can fail to name a run."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,22 +33,30 @@ def document(**options) -> dict:
     return baseline_document([], version="0.1.0", options={**OPTIONS, **options})
 
 
-def _save_many(folder: str, tag: int, count: int) -> list[str]:
-    return [save_run(document(), folder, Commit(f"{tag:040x}", "git")).name
-            for _ in range(count)]
+#: One saver: 5 runs into the folder argv[1], named by the commit argv[2].
+SAVER = """
+import sys
+from pytest_rlaudit.auditing.baselines import baseline_document
+from pytest_rlaudit.auditing.history import Commit, save_run
+doc = baseline_document([], version="0.1.0", options={"rl_seed": 0})
+for _ in range(5):
+    save_run(doc, sys.argv[1], Commit(sys.argv[2], "git"))
+"""
 
 
 def test_savers_at_once_get_distinct_numbers_and_whole_files(tmp_path):
-    context = multiprocessing.get_context("spawn")  # no fork of the test process's threads
-    with context.Pool(4) as pool:
-        names = pool.starmap(_save_many, [(str(tmp_path), tag, 5) for tag in range(4)])
-    saved = sorted(name for batch in names for name in batch)
-    numbers = sorted(int(name[:4]) for name in saved)
+    # processes of their own, waited for: a multiprocessing pool would leave its resource
+    # tracker running in this process (tests/rollout/test_bounds_processes.py counts them)
+    savers = [subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path), f"{tag:040x}"])
+              for tag in range(4)]
+    assert [saver.wait(timeout=120) for saver in savers] == [0] * 4
+    numbers = sorted(int(path.name[:4]) for path in tmp_path.glob("*.json"))
     assert numbers == list(range(1, 21))  # none lost, none shared
     runs = read_runs(tmp_path)
     assert not runs.skipped and [r.number for r in runs.runs] == numbers
     for run in runs.runs:  # each file is its own run, whole
         assert run.path.name.endswith(f"_{run.commit[:12]}.json")
+    assert sorted(r.commit[-1] for r in runs.runs) == sorted("0123" * 5)
     assert not list(tmp_path.glob(".run.*"))  # no temporary file left behind
 
 
