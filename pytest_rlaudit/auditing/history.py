@@ -230,8 +230,9 @@ def resolve(folder: str | os.PathLike[str], ref: str, key: Mapping[str, Any]) ->
 def find_run(runs: Runs, ref: str, key: Mapping[str, Any] | None = None, *,
              where: str = "") -> Run:
     """The run ``ref`` names: ``last``, the newest complete run (the newest partial one if
-    none is complete); digits, that run number; else the
-    newest run whose commit starts with ``ref``. Given a pairing ``key``, ``last`` and a
+    none is complete); digits, that run number (or, when no run has that number, a commit
+    prefix: short hashes can be all digits); else the newest run whose commit starts with
+    ``ref``. Given a pairing ``key``, ``last`` and a
     prefix look only among runs with it, and a number naming a run without it is refused:
     runs of other settings are never paired. ``where`` starts each message."""
     where = where or f"run {ref}"
@@ -244,8 +245,16 @@ def find_run(runs: Runs, ref: str, key: Mapping[str, Any] | None = None, *,
         mine = "" if key is None else f" with this run's settings ({settings_text(key)})"
         raise BaselineError(f"{where}: no earlier run{mine}{others}. Run once with "
                             "--rl-history to start the history.")
-    if ref.isdigit():
-        found = [run for run in runs.runs if run.number == int(ref)]
+    # About one short hash in 27 is all digits, so 4 or more digits that are no run's number
+    # still name a commit; digits that are both are refused rather than guessed.
+    short = ref.isdigit() and len(ref) < 4
+    by_commit = [run for run in runs.runs if not short and run.commit.startswith(ref)]
+    found = [run for run in runs.runs if ref.isdigit() and run.number == int(ref)]
+    if found and by_commit:
+        raise BaselineError(f"{where}: {ref!r} is both run number {int(ref)} and the start "
+                            f"of commit {by_commit[-1].commit[:12]}; give more of the hash, "
+                            f"or the run's file ({found[-1].path})")
+    if ref.isdigit() and not by_commit:
         if not found:
             numbers = ", ".join(str(run.number) for run in runs.runs[-5:]) or "none"
             raise BaselineError(f"{where}: no run number {int(ref)} (the last ones: {numbers})")
@@ -255,7 +264,7 @@ def find_run(runs: Runs, ref: str, key: Mapping[str, Any] | None = None, *,
                                 f"({settings_text(chosen.key)}; this run: {settings_text(key)}), so its "
                                 "episodes are not this run's and cannot be paired")
         return chosen
-    found = [run for run in runs.runs if run.commit.startswith(ref)]
+    found = by_commit
     if not found:
         raise BaselineError(f"{where}: no run of a commit starting {ref!r}; {_recent(runs)}")
     if len({run.commit for run in found}) > 1:

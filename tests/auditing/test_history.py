@@ -111,6 +111,20 @@ def test_references_that_name_no_pairable_run_say_what_the_folder_holds(tmp_path
         .startswith("0003_")
 
 
+def test_a_short_hash_of_digits_names_its_commit_unless_it_is_also_a_run_number(tmp_path):
+    key = pairing_key(OPTIONS)
+    save_run(document(), tmp_path, Commit("3131757606d4" + "0" * 28, "git"))
+    save_run(document(), tmp_path, Commit("0002" + "a" * 36, "git"))
+    assert resolve(tmp_path, "3131757", key).name == "0001_3131757606d4.json"
+    assert resolve(tmp_path, "1", key).name == "0001_3131757606d4.json"
+    with pytest.raises(BaselineError, match=r"'0002' is both run number 2 and the start of "
+                                            r"commit 0002aaaaaaaa; give more of the hash, or "
+                                            r"the run's file \(.*0002_0002aaaaaaaa.json\)"):
+        resolve(tmp_path, "0002", key)
+    assert resolve(tmp_path, "0002aa", key).name == "0002_0002aaaaaaaa.json"
+    with pytest.raises(BaselineError, match=r"no run number 4444 \(the last ones: 1, 2\)"):
+        resolve(tmp_path, "4444", key)
+
 def _run(number: int, returns: list[float]) -> Run:
     rec = {"nodeid": "t::spike", "scenario": "spike", "agent": "a", "env": "e",
            "returns": returns, "nominal_returns": [500.0] * 8, "seeds": list(range(8)),
