@@ -6,6 +6,7 @@ commit prefix resolved against the folder."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -22,9 +23,13 @@ RUN = ("--rl-audit", "--rl-agent", "current:agent", "--rl-env", "CartPole-v1",
        "-p", "no:cacheprovider")
 
 
+#: Fixed dates make the commit hashes, and so this test, the same on every run.
+DATES = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
+
 def git(tester: pytest.Pytester, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=tester.path, check=True, capture_output=True,
-                          text=True).stdout.strip()
+                          text=True, env={**os.environ, **DATES}).stdout.strip()
 
 
 def commit(tester: pytest.Pytester, agent: str) -> str:
