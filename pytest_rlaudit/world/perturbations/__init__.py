@@ -30,6 +30,7 @@ from .action import ActionDelay, ActionNoise, StickyAction
 from .adversarial import AdversarialObservation
 from .base import Perturbation, seed_perturbations
 from .dynamics import Dynamics
+from .groups import OnPart
 from .observation import DroppedObservation, ObservationDelay, ObservationNoise
 from .push import Push
 from .timing import Jitter, Scheduled, Speed, SpeedSchedule, spike
@@ -44,6 +45,7 @@ __all__ = [
     "ObservationDelay",
     "ObservationNoise",
     "DroppedObservation",
+    "OnPart",
     "AdversarialObservation",
     "ActionNoise",
     "StickyAction",

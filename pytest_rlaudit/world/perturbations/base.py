@@ -345,6 +345,10 @@ class Perturbation(gym.utils.RecordConstructorArgs):
     #: in a chain of wrappers only the innermost may, or a batch could not say when a
     #: slot's agent decides next.
     TIMING: bool = False
+    #: Whether the wrapper draws random numbers: :func:`seed_perturbations` gives a stream
+    #: only to those that do, so a layer that draws nothing (one that shows part of
+    #: another's output) leaves the others' streams as they were without it.
+    DRAWS: bool = True
 
     def decide(self, action: Any) -> tuple[Any, int]:
         """The first half of an agent step: the action the env below executes for the
@@ -432,7 +436,7 @@ def seed_perturbations(env: gym.Env, seed: np.random.SeedSequence) -> None:
     layers: list[Perturbation] = []
     current: Any = env
     while isinstance(current, gym.Wrapper):
-        if isinstance(current, Perturbation):
+        if isinstance(current, Perturbation) and current.DRAWS:
             layers.append(current)
         current = current.env
     for layer, child in zip(layers, seed.spawn(len(layers)), strict=True):

@@ -157,6 +157,9 @@ class Scheduled(Perturbation, gym.Wrapper):
         self._init_perturbation(schedule=schedule, **({} if chosen is None else {"keys": chosen}))
         gym.Wrapper.__init__(self, env)
         self.schedule = schedule
+        # A schedule without speed never holds an action: not timing, so a batch may
+        # wrap it (attribution shows its observation channels on part of the observation)
+        self.TIMING = "speed" in channels
         self.agent_step = 0
         self._t = 0  # the agent step under way, from decide to observe
         horizon = schedule.horizon()

@@ -1,0 +1,186 @@
+"""Named parts of an observation (its sensors), for attribution: given, or read from what
+the env and the agent already say.
+
+Sources, in order: ``groups=`` as given; a Dict observation's keys; a flattened Dict
+(``gymnasium.wrappers.FlattenObservation``) mapped back to its keys, in the order
+gymnasium flattens them; a gymnasium MuJoCo v5 env's ``observation_structure`` (``qpos``,
+``qvel``, ``cfrc_ext``...; ``skipped_qpos`` is not observed); an ONNX policy's
+``observation_names`` metadata when it names every element; otherwise one group per
+element, ``dim_0``, ``dim_1``... A :class:`Groups` says where its names came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..errors import PerturbationError
+
+__all__ = ["Groups", "observation_groups"]
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Named parts of an observation: each name's element indices (an array observation)
+    or keys (a Dict one), in order, and ``source``, where the names came from."""
+
+    parts: dict[str, tuple[int, ...] | tuple[str, ...]]
+    source: str
+    #: Element counts by group (a Dict key's elements), for reports.
+    sizes: dict[str, int]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.parts)
+
+    def union(self, names: Sequence[str]) -> tuple[Any, ...]:
+        """The elements (or keys) of ``names`` together, in observation order."""
+        chosen = [x for name in names for x in self.parts[name]]
+        return tuple(sorted(set(chosen), key=lambda x: (str(type(x)), x)))
+
+    def split(self, name: str) -> Groups:
+        """The group ``name`` as groups of one element each (a key of a Dict stays whole),
+        named ``name[i]`` by its place in the observation."""
+        part = self.parts[name]
+        if len(part) < 2 or isinstance(part[0], str):
+            return Groups({name: part}, self.source, {name: self.sizes[name]})
+        return Groups({f"{name}[{i}]": (int(d),) for i, d in enumerate(part)}, self.source,
+                      {f"{name}[{i}]": 1 for i in range(len(part))})
+
+
+def observation_groups(env: gym.Env, groups: Mapping[str, Any] | None = None,
+                       policy: Any = None) -> Groups:
+    """The named groups of ``env``'s observations (see the module for the sources).
+
+    >>> import gymnasium as gym
+    >>> g = observation_groups(gym.make("CartPole-v1"), {"cart": slice(0, 2), "pole": [2, 3]})
+    >>> g.parts, g.source
+    ({'cart': (0, 1), 'pole': (2, 3)}, 'groups= as given')
+    >>> observation_groups(gym.make("CartPole-v1")).names
+    ['dim_0', 'dim_1', 'dim_2', 'dim_3']
+    """
+    space = env.observation_space
+    if isinstance(space, spaces.Dict):
+        keys = [str(k) for k in space.spaces]
+        if groups is not None:
+            return _given_keys(groups, keys, space)
+        return Groups({k: (k,) for k in keys}, "the Dict observation's keys",
+                      {k: _size(space.spaces[k]) for k in keys})
+    size = _size(space)
+    if groups is not None:
+        return _given_dims(groups, size)
+    for found in (_flattened(env, size), _mujoco(env, size), _onnx(policy, size)):
+        if found is not None:
+            return found
+    return Groups({f"dim_{i}": (i,) for i in range(size)}, "one group per element",
+                  {f"dim_{i}": 1 for i in range(size)})
+
+
+def _size(space: spaces.Space[Any]) -> int:
+    return int(np.prod(space.shape or (1,)))
+
+
+def _given_dims(groups: Mapping[str, Any], size: int) -> Groups:
+    parts: dict[str, tuple[int, ...]] = {}
+    for name, where in _checked(groups):
+        try:
+            dims = (tuple(range(size))[where] if isinstance(where, slice)
+                    else tuple(int(i) for i in np.asarray(where, dtype=np.int64).ravel()))
+        except (TypeError, ValueError):
+            dims = ()
+        if not dims or any(not 0 <= d < size for d in dims) or len(set(dims)) != len(dims):
+            raise PerturbationError(
+                f"groups: {name!r} must be a slice or indices of the observation's "
+                f"{size} elements (0..{size - 1}), each once, got {where!r}")
+        parts[name] = dims
+    _disjoint(parts)
+    return Groups(parts, "groups= as given", {n: len(d) for n, d in parts.items()})
+
+
+def _given_keys(groups: Mapping[str, Any], keys: list[str], space: spaces.Dict) -> Groups:
+    parts: dict[str, tuple[str, ...]] = {}
+    for name, where in _checked(groups):
+        chosen = (where,) if isinstance(where, str) else tuple(where)
+        if not chosen or any(k not in keys for k in chosen):
+            raise PerturbationError(
+                f"groups: {name!r} must name keys of the Dict observation "
+                f"({', '.join(keys)}), got {where!r}")
+        parts[name] = tuple(str(k) for k in chosen)
+    _disjoint(parts)
+    return Groups(parts, "groups= as given",
+                  {n: sum(_size(space.spaces[k]) for k in ks) for n, ks in parts.items()})
+
+
+def _checked(groups: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    if not isinstance(groups, Mapping) or len(groups) < 2:
+        raise PerturbationError(
+            "groups must map at least two names to parts of the observation "
+            "(e.g. {'qpos': slice(0, 8), 'qvel': slice(8, 17)}), got " + repr(groups))
+    return [(str(name), where) for name, where in groups.items()]
+
+
+def _disjoint(parts: Mapping[str, tuple[Any, ...]]) -> None:
+    seen: dict[Any, str] = {}
+    for name, part in parts.items():
+        for x in part:
+            if x in seen:
+                raise PerturbationError(
+                    f"groups: {seen[x]!r} and {name!r} share element {x!r}; groups must not "
+                    "overlap, or a sensor's share could not be told apart")
+            seen[x] = name
+
+
+def _flattened(env: gym.Env, size: int) -> Groups | None:
+    """A Dict flattened by ``FlattenObservation``: its keys' slices, in gymnasium's order."""
+    current: Any = env
+    while isinstance(current, gym.Wrapper):
+        if isinstance(current, gym.wrappers.FlattenObservation):
+            inner = current.env.observation_space
+            if isinstance(inner, spaces.Dict) and spaces.flatdim(inner) == size:
+                parts, at = {}, 0
+                for key, sub in inner.spaces.items():  # flatten's own order
+                    n = spaces.flatdim(sub)
+                    parts[str(key)] = tuple(range(at, at + n))
+                    at += n
+                return Groups(parts, "the flattened Dict observation's keys",
+                              {k: len(v) for k, v in parts.items()})
+            return None
+        current = current.env
+    return None
+
+
+def _mujoco(env: gym.Env, size: int) -> Groups | None:
+    structure = getattr(env.unwrapped, "observation_structure", None)
+    if not isinstance(structure, Mapping):
+        return None
+    shown = [(str(k), int(n)) for k, n in structure.items()
+             if not str(k).startswith("skipped") and int(n) > 0]
+    if sum(n for _, n in shown) != size:
+        return None  # an env that adds or drops elements: its structure is not the array's
+    parts, at = {}, 0
+    for name, n in shown:
+        parts[name] = tuple(range(at, at + n))
+        at += n
+    return Groups(parts, "the MuJoCo env's observation_structure",
+                  {k: len(v) for k, v in parts.items()})
+
+
+def _onnx(policy: Any, size: int) -> Groups | None:
+    metadata = getattr(policy, "metadata", None)
+    names = metadata.get("observation_names") if isinstance(metadata, Mapping) else None
+    if not isinstance(names, str):
+        return None
+    listed = [n.strip() for n in names.split(",") if n.strip()]
+    if len(listed) != size:
+        # mjlab names its observation terms, not their sizes: no mapping to elements
+        return None
+    parts: dict[str, list[int]] = {}
+    for i, name in enumerate(listed):
+        parts.setdefault(name, []).append(i)
+    return Groups({k: tuple(v) for k, v in parts.items()}, "the ONNX file's observation_names",
+                  {k: len(v) for k, v in parts.items()})
