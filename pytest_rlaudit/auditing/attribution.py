@@ -214,8 +214,8 @@ class _Attributor:
         self.nominal = engine.nominal(self.indices).returns
         self.scenario = engine.calibrated(base)
         self.names = groups.names
-        self.method = ("exact" if len(self.names) <= EXACT_GROUPS else "sampled"
-                       if method == "auto" else method)
+        self.method = method if method != "auto" else (
+            "exact" if len(self.names) <= EXACT_GROUPS else "sampled")
         self.values: dict[frozenset[str], np.ndarray] = {frozenset(): self.nominal}
         self.runs = 0
         self.reference = 0.0
