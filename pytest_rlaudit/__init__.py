@@ -52,6 +52,8 @@ _EXPORTS = {
     "record": "auditing.recorder",
     "assert_replay_close": "verdicts.replays",
     "BatchedEnv": "world.batches",
+    "attribute": "auditing.attribution",
+    "Attribution": "auditing.attribution",
 }
 #: The other errors and warnings live in ``pytest_rlaudit.errors``. They still resolve
 #: from the top (``from pytest_rlaudit import MisloadedAgentError``: earlier releases
@@ -66,6 +68,7 @@ __all__ = sorted([*_EXPORTS, "scenarios", "__version__"])
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import scenarios
+    from .auditing.attribution import Attribution, attribute
     from .auditing.curves import ToleranceCurve, tolerance
     from .auditing.diagnosis import Diagnosis
     from .auditing.improvement import probability_of_improvement

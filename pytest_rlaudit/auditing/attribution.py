@@ -338,7 +338,7 @@ class _Attributor:
     def interactions(self) -> tuple[str, ...]:
         """Pairs of runs where perturbing one group more made it significantly milder."""
         pairs = []
-        for small, returns in list(self.values.items()):
+        for small in list(self.values):
             if not small:
                 continue
             for g in self.names:

@@ -29,10 +29,10 @@ class Groups:
     """Named parts of an observation: each name's element indices (an array observation)
     or keys (a Dict one), in order, and ``source``, where the names came from."""
 
-    parts: dict[str, tuple[int, ...] | tuple[str, ...]]
+    parts: Mapping[str, tuple[Any, ...]]
     source: str
     #: Element counts by group (a Dict key's elements), for reports.
-    sizes: dict[str, int]
+    sizes: Mapping[str, int]
 
     @property
     def names(self) -> list[str]:

@@ -8,7 +8,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pytest_rlaudit.auditing.attribution import attribute, observation_only
+from pytest_rlaudit import attribute
+from pytest_rlaudit.auditing.attribution import observation_only
 from pytest_rlaudit.auditing.results import audit
 from pytest_rlaudit.errors import PerturbationError
 from pytest_rlaudit.world.observation_groups import observation_groups

@@ -11,10 +11,12 @@ itself, bit for bit, and two parts' runs share their noise (common random number
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from copy import deepcopy
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec, WrapperSpec
 
 from ...errors import PerturbationError
 from .base import Perturbation
@@ -91,6 +93,19 @@ class OnPart(Perturbation, gym.Wrapper):
                     f"OnPart: part must be element indices 0..{size - 1} of the observation, "
                     f"got {list(part)!r}")
             self.dims = dims
+
+    @property
+    def spec(self) -> EnvSpec | None:  # type: ignore[override]
+        # The layers inside are this wrapper's own: gymnasium, rebuilding an env from its
+        # spec wrapper by wrapper (gym.make(env.spec)), must see this wrapper alone.
+        base = self.clean.env.spec
+        if base is None:
+            return None
+        spec = deepcopy(base)
+        kwargs = {k: v for k, v in self._saved_kwargs.items() if k != "env"}
+        spec.additional_wrappers += (WrapperSpec(
+            self.class_name(), f"{type(self).__module__}:{type(self).__name__}", kwargs),)
+        return spec
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
