@@ -53,9 +53,11 @@ class Groups:
                       {f"{name}[{i}]": 1 for i in range(len(part))})
 
 
-def observation_groups(env: gym.Env, groups: Mapping[str, Any] | None = None,
+def observation_groups(env: gym.Env | spaces.Space[Any], groups: Mapping[str, Any] | None = None,
                        policy: Any = None) -> Groups:
-    """The named groups of ``env``'s observations (see the module for the sources).
+    """The named groups of ``env``'s observations (see the module for the sources); given
+    an observation space instead (a batch's, whose envs the audit cannot reach one by
+    one), those that the space and ``policy`` say.
 
     >>> import gymnasium as gym
     >>> g = observation_groups(gym.make("CartPole-v1"), {"cart": slice(0, 2), "pole": [2, 3]})
@@ -64,7 +66,7 @@ def observation_groups(env: gym.Env, groups: Mapping[str, Any] | None = None,
     >>> observation_groups(gym.make("CartPole-v1")).names
     ['dim_0', 'dim_1', 'dim_2', 'dim_3']
     """
-    space = env.observation_space
+    space = env if isinstance(env, spaces.Space) else env.observation_space
     if isinstance(space, spaces.Dict):
         keys = [str(k) for k in space.spaces]
         if groups is not None:
@@ -74,7 +76,9 @@ def observation_groups(env: gym.Env, groups: Mapping[str, Any] | None = None,
     size = _size(space)
     if groups is not None:
         return _given_dims(groups, size)
-    for found in (_flattened(env, size), _mujoco(env, size), _onnx(policy, size)):
+    envs: tuple[Groups | None, ...] = () if isinstance(env, spaces.Space) else (
+        _flattened(env, size), _mujoco(env, size))
+    for found in (*envs, _onnx(policy, size)):
         if found is not None:
             return found
     return Groups({f"dim_{i}": (i,) for i in range(size)}, "one group per element",

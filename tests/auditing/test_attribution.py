@@ -30,8 +30,8 @@ def test_a_controller_reading_the_pole_is_attributed_to_the_pole():
     # noise on the cart's elements alone: the same episodes as nominal, exactly
     assert a.only["dim_0"].ratio == a.only["dim_1"].ratio == 1.0
     assert a.shapley["dim_0"].value == a.shapley["dim_1"].value == 0.0
-    assert a.full.rating == "FAIL" and set(a.culprits) <= {"dim_2", "dim_3"} and a.culprits
-    assert a.diagnosis.startswith("obs_noise breaks it through dim_2 and dim_3: ")
+    assert a.full.rating == "FAIL" and a.culprits == a.culprit_groups == ("dim_2", "dim_3")
+    assert a.diagnosis.startswith("obs_noise breaks it through dim_2 and dim_3 together: ")
     # the shares split the ratio lost, and the full scenario is the audit's own, bit for bit
     assert sum(s.value for s in a.shapley.values()) == pytest.approx(1 - a.full.ratio)
     audited = audit(pole, "CartPole-v1", [NOISE], episodes=8).scenarios["obs_noise"]
@@ -42,7 +42,7 @@ def test_a_controller_reading_the_pole_is_attributed_to_the_pole():
 def test_named_groups_give_one_contrast_each_with_family_intervals():
     a = attribute(pole, "CartPole-v1", NOISE, episodes=8,
                   groups={"cart": slice(0, 2), "pole": [2, 3]})
-    assert a.groups.source == "groups= as given" and a.culprits == ("pole",)
+    assert a.groups.source == "groups= as given" and a.culprit_groups == ("pole",)
     assert a.only["cart"].ratio == 1.0 and a.all_but["pole"].ratio == 1.0
     assert a.all_but["cart"].ratio == a.only["pole"].ratio == a.full.ratio
     low, high = a.only["pole"].ci
@@ -52,6 +52,15 @@ def test_named_groups_give_one_contrast_each_with_family_intervals():
     assert a.diagnosis.startswith("obs_noise breaks it through pole: pole alone keeps ")
     assert a.to_dict()["kind"] == "attribution"
 
+
+def test_the_culprit_group_is_refined_to_the_element_that_breaks_it():
+    a = attribute(pole, "CartPole-v1", get("delay").with_params(steps=3), episodes=8,
+                  groups={"cart": slice(0, 2), "pole": [2, 3]})
+    # a stale angular velocity (element 3, pole[1]) breaks it; a stale angle alone does not
+    assert a.culprit_groups == ("pole",) and a.culprits == ("pole[1]",)
+    assert a.culprits_ratio is not None and a.culprits_ratio < 0.8
+    assert a.diagnosis.endswith(f"within them, pole[1] alone keeps {a.culprits_ratio:.0%}")
+    assert a.confirmed in (True, False) and a.runs >= 5
 
 class Sensors(gym.ObservationWrapper):
     """CartPole seen as a Dict: the cart, the pole, and a second pole sensor."""
