@@ -57,7 +57,8 @@ else:  # Python 3.10: typing has neither (3.11+, PEP 655), and the plugin loads 
         """3.11's ``typing.NotRequired``, as :class:`Required`."""
 
 __all__ = ["Gate", "Record", "FIELDS", "VIDEO_KEYS", "REQUIRED", "RecordError", "validate", "record_of",
-           "curve_record", "runs_record", "RUNS_KEYS", "plain"]
+           "curve_record", "runs_record", "RUNS_KEYS", "plain", "ATTRIBUTION_KEYS",
+           "CONTRAST_KEYS", "valid_attribution"]
 
 
 
@@ -137,6 +138,11 @@ class Record(TypedDict, total=False):
                      "the report folder), episode (its index), seed (its env seed), "
                      "parting_step (null if they never part), start, stop (it shows env "
                      "steps start to stop - 1; 0 is the reset)}"]
+    attribution: Annotated[dict[str, Any] | None,
+                           "null, or (--rl-attribute, rl_attribute: a failing observation "
+                           "scenario) the record of kind 'attribution': which observation "
+                           "groups the failure comes through (its keys: ATTRIBUTION_KEYS; "
+                           "Attribution.to_dict)"]
     # A runs record (``--rl-agent`` a glob of training runs: audit_runs) has these too;
     # its ratio, ci_low, ci_high and rating are then the IQM across runs and its interval.
     runs: Annotated[int, "a runs record only: how many training runs; its ratio, ci_low, "
@@ -189,6 +195,19 @@ def _fields() -> tuple[dict[str, tuple[tuple[type, ...], str]], tuple[str, ...]]
 FIELDS, REQUIRED = _fields()
 #: The fields only a runs record has (:func:`runs_record`).
 RUNS_KEYS = ("runs", "labels", "per_run", "nominal_means", "nominal_iqm")
+#: The keys of an ``attribution`` record and their JSON types (Attribution.to_dict); its
+#: ``full`` and each of its ``only`` and ``all_but`` contrasts have :data:`CONTRAST_KEYS`.
+ATTRIBUTION_KEYS: dict[str, tuple[type, ...]] = {
+    "kind": (str,), "agent": (str,), "env": (str,), "scenario": (str,), "episodes": (int,),
+    "seed": (int,), "confidence": _NUMBER, "reference": _NUMBER, "groups": (dict,),
+    "groups_source": (str,), "full": (dict,), "only": (dict,), "all_but": (dict,),
+    "shapley": (dict,), "shapley_method": (str,), "culprit_groups": (list,),
+    "culprits": (list,), "culprits_ratio": (*_NUMBER, type(None)),
+    "confirmed": (bool, type(None)), "interactions": (list,), "notes": (list,),
+    "runs": (int,), "diagnosis": (str,)}
+CONTRAST_KEYS: dict[str, tuple[type, ...]] = {
+    "groups": (list,), "ratio": _NUMBER, "ci_low": _NUMBER, "ci_high": _NUMBER,
+    "p_value": _NUMBER, "rating": (str,)}
 #: The keys of a filmed record's ``video`` and their JSON types (see :data:`FIELDS`).
 VIDEO_KEYS: dict[str, tuple[type, ...]] = {
     "file": (str,), "episode": (int,), "seed": (int,), "parting_step": (int, *_NONE),
@@ -224,7 +243,24 @@ def validate(rec: Any) -> Record:
     if rec.get("video") is not None and not _valid_video(rec["video"]):
         raise RecordError(f"({nodeid}) has a 'video' that is neither {{skipped: why}} nor "
                           f"{{{', '.join(VIDEO_KEYS)}}}")
+    if rec.get("attribution") is not None and not valid_attribution(rec["attribution"]):
+        raise RecordError(f"({nodeid}) has an 'attribution' that is not a record of kind "
+                          f"'attribution' with {', '.join(ATTRIBUTION_KEYS)}")
     return cast(Record, rec)
+
+
+def valid_attribution(doc: Any) -> bool:
+    """Whether ``doc`` is an attribution record: :data:`ATTRIBUTION_KEYS`, each of the
+    right type, kind ``"attribution"``, and each contrast with :data:`CONTRAST_KEYS`."""
+    def typed(value: Any, keys: dict[str, tuple[type, ...]]) -> bool:
+        return isinstance(value, dict) and set(keys) <= set(value) and all(
+            isinstance(value[k], kinds) and (bool in kinds or not isinstance(value[k], bool))
+            for k, kinds in keys.items())
+
+    if not typed(doc, ATTRIBUTION_KEYS) or doc["kind"] != "attribution":
+        return False
+    contrasts = [doc["full"], *doc["only"].values(), *doc["all_but"].values()]
+    return all(typed(c, CONTRAST_KEYS) for c in contrasts)
 
 
 def _valid_video(video: dict[str, Any]) -> bool:

@@ -158,6 +158,26 @@ class ItemAudits:
                              batch_size=s.batch_size, workers=s.workers, backend=s.backend,
                              timeout=s.timeout, call_timeout=s.call_timeout)
 
+    def attribute(self, item: pytest.Item, scenario: Scenario, policy: Any, spec: Any,
+                  settings: AuditSettings) -> Any:
+        """The :class:`~pytest_rlaudit.auditing.attribution.Attribution` of ``scenario``'s
+        failure on ``item``, when --rl-attribute or an ``rl_attribute`` marker asks for it
+        and the scenario acts on observations only; else None. On the audit's own
+        engine cache: its nominal episodes are not run again."""
+        from .markers import attribute_marker
+
+        marker = attribute_marker(item.get_closest_marker("rl_attribute"))
+        if marker is None and not self.settings.attribute:
+            return None
+        from ..auditing.attribution import attribute_with, observation_only
+        from ..auditing.engine import Engine
+
+        if not observation_only(scenario):
+            return None
+        engine = Engine(policy, spec, settings, cache=self.cache)
+        with settings.limits():
+            return attribute_with(engine, scenario, (marker or {}).get("groups"))
+
     # ---------------------------------------------------------------------- running
 
     def run(self, item: pytest.Item, scenario: Scenario, agent: Any = None,
@@ -224,7 +244,13 @@ class ItemAudits:
                                          cache=self.cache,
                                          shown_as=self.settings.agent if agent is None else agent)
                 record, outcome = record_of(item.nodeid, check, gate), check.result
-                failure = None if check.passed else RobustnessError(check.message, check.result)
+                message = check.message
+                if not check.passed:
+                    said = self.attribute(item, scenario, policy, spec, settings)
+                    if said is not None:
+                        record["attribution"] = said.to_dict()
+                        message += f"\n  which sensor: {said.diagnosis}"
+                failure = None if check.passed else RobustnessError(message, check.result)
         except ReferenceScoreError as exc:
             # The reference is a number here (below "random", the agent-beats-random check
             # speaks first): name the option that sets it.

@@ -51,7 +51,23 @@ def properties(record: Record) -> list[tuple[str, object]]:
     ]) + ([] if "runs" not in record else [  # training runs: rl.ratio is their IQM
         ("rl.runs", str(record["runs"])),
         ("rl.per_run", " ".join(f"{r:.6f}" for r in record.get("per_run", []))),
-    ]) + _tolerance_properties(record.get("tolerance"))
+    ]) + _tolerance_properties(record.get("tolerance")) + _attribution_properties(
+        record.get("attribution"))
+
+
+def _attribution_properties(doc: dict[str, Any] | None) -> list[tuple[str, object]]:
+    """--rl-attribute's finding: the diagnosis, the culprits, and each group's ratio alone
+    and all-but (``group=ratio`` pairs, space-separated)."""
+    if not doc:
+        return []
+    return [("rl.attribution", doc["diagnosis"]),
+            ("rl.culprits", ",".join(doc["culprits"])),
+            ("rl.attribution_confirmed", "" if doc["confirmed"] is None
+             else str(doc["confirmed"]).lower()),
+            ("rl.attribution_only", " ".join(f"{g}={c['ratio']:.6f}"
+                                             for g, c in doc["only"].items())),
+            ("rl.attribution_all_but", " ".join(f"{g}={c['ratio']:.6f}"
+                                                for g, c in doc["all_but"].items()))]
 
 
 def replay_properties(record: dict[str, Any]) -> list[tuple[str, object]]:

@@ -17,7 +17,7 @@ import pytest
 from .options import parse_episodes, parse_mode, parse_rating, parse_ratio
 
 __all__ = ["MARKERS", "MarkerError", "threshold_marker", "episodes_marker", "scenario_marker",
-           "tolerance_marker", "replay_marker", "parametrize"]
+           "tolerance_marker", "replay_marker", "attribute_marker", "parametrize"]
 
 MARKERS = (
     "rl_audit: an RL robustness audit test; runs only with --rl-audit.",
@@ -36,6 +36,9 @@ MARKERS = (
     "mode='point', tolerance=None, episodes=None, state=None, action=None): the defaults of "
     "the test's rl_replay fixture: replay the candidate (default: rl_agent) open loop on the "
     "recorded dataset; fails when a limit is exceeded (mode point, confident or not_worse).",
+    "rl_attribute(groups=None): when an observation scenario of the test fails its "
+    "threshold, attribute the failure to observation groups (as --rl-attribute does); "
+    "groups maps names to slices, indices or Dict keys (default: from the env and agent).",
 )
 
 #: How a replay limit is judged (verdicts.replays.MODES, kept here as text: light).
@@ -63,6 +66,10 @@ def _rl_replay(dataset: Any, *, candidate: Any = None, max_disagreement: float |
     return {"dataset": dataset, "candidate": candidate, "max_disagreement": max_disagreement,
             "max_divergence": max_divergence, "mode": mode, "tolerance": tolerance,
             "episodes": episodes, "state": state, "action": action}
+
+
+def _rl_attribute(groups: Any = None) -> dict[str, Any]:
+    return {"groups": groups}
 
 
 class MarkerError(Exception):
@@ -191,6 +198,22 @@ def replay_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
     return values
 
 
+def attribute_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
+    """The validated kwargs of an ``rl_attribute`` marker (None without one); the groups
+    themselves are checked against the env's observations when the attribution runs."""
+    if marker is None:
+        return None
+    values = _bind(marker, _rl_attribute, "rl_attribute")
+    groups = values["groups"]
+    if groups is not None and not (isinstance(groups, dict) and len(groups) >= 2
+                                   and all(isinstance(k, str) for k in groups)):
+        raise MarkerError("@pytest.mark.rl_attribute: groups must map two or more names to "
+                          "parts of the observation (slices, indices or Dict keys), e.g. "
+                          "groups={'qpos': slice(0, 8), 'qvel': slice(8, 17)}; got "
+                          f"{groups!r}")
+    return values
+
+
 def scenario_marker(marker: pytest.Mark) -> list[Any]:
     """The Scenarios an ``rl_scenario`` marker names, with its params applied to each."""
     from ..errors import InvalidArgumentError, PerturbationError, UnknownScenarioError
@@ -226,6 +249,7 @@ def parametrize(metafunc: pytest.Metafunc, enabled: bool) -> None:
         episodes = episodes_marker(definition.get_closest_marker("rl_episodes"))
         curve = definition.get_closest_marker("rl_tolerance")
         tolerance_marker(curve)
+        attribute_marker(definition.get_closest_marker("rl_attribute"))
         if replay_marker(definition.get_closest_marker("rl_replay")) is not None and (
                 "rl_replay" not in metafunc.fixturenames):
             raise MarkerError("@pytest.mark.rl_replay sets the defaults of the rl_replay "

@@ -271,6 +271,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--rl-videos", _flag, False, "film each failing scenario for --rl-report: an "
            "animated GIF (DIR/videos/) of its worst episode beside its nominal twin, around "
            "the step where they part; for envs that render rgb_array (needs Pillow)."),
+    Option("--rl-attribute", _flag, False, "attribute each observation scenario that fails "
+           "its threshold (noise, delay, dropped frames) to observation groups: the scenario "
+           "on each group alone and on all but it, Shapley shares and the culprit groups, "
+           "with intervals. Costs 2G + 2 runs of the episodes for G groups, and up to 8 "
+           "groups every coalition: 2^G + 1."),
     Option("--rl-batch-size", _batch_size, None, "env slots stepped together per policy call "
            "(default 128).", "N"),
     Option("--rl-workers", _workers, None, "run the episodes in N processes (or auto: one per "
@@ -397,6 +402,7 @@ class Settings:
     fail_stress: bool
     report: str | None
     videos: bool
+    attribute: bool
     batch_size: int | None
     workers: int | str | None
     backend: str

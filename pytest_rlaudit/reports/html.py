@@ -301,6 +301,12 @@ def _scenario(anchor: str, rec: Record, plt: Any, directory: Path) -> str:
     video = rec.get("video")
     if video:
         figures.append(_video(video, directory))
+    doc = rec.get("attribution")
+    if doc:
+        from .attribution import attribution_figure, attribution_html
+
+        svg = "" if plt is None else _svg(attribution_figure(plt, doc), anchor + "-attribution")
+        figures.append(attribution_html(doc, svg))
     out += ['<div class="figures">', *figures, "</div></div></section>"]
     return "\n".join(out)
 

@@ -20,6 +20,7 @@ from typing import Any
 from .._format import fixed, interval
 from ..auditing.records import Record
 from ..stats.ratings import INCONCLUSIVE
+from .attribution import attribution_lines
 from .rows import (
     agg_baseline,
     baseline_text,
@@ -79,6 +80,10 @@ def audit_section(records: Sequence[Record], *, lost: Sequence[dict[str, str]] =
             lines.append([(f"{rec['nodeid']}: {what}: {verb} when "
                            f"{schedule['description']} (ratio {fixed(rec['ratio'])}, "
                            f"{rec['rating']}): {schedule['repr']}", rec["rating"])])
+    for rec in sorted(records, key=order_key):
+        said = rec.get("attribution")
+        if said:
+            lines += attribution_lines(rec["nodeid"], said)
     for rec in sorted(records, key=order_key):
         if rec.get("tolerance"):
             sentence, points = tolerance_text(rec)

@@ -29,7 +29,7 @@ def test_every_option_is_in_help_under_the_rlaudit_group_with_its_ini_key(
     for option in OPTIONS:
         kind = "bool" if option.flag in ("--rl-audit", "--rl-fail-stress", "--rl-stochastic",
                                          "--rl-deterministic", "--rl-trusted", "--rl-videos",
-                                         "--rl-history-show") else "string"
+                                         "--rl-history-show", "--rl-attribute") else "string"
         assert re.search(rf"^  {option.dest} \({kind}\):", "\n".join(lines), re.M), option.dest
 
 
