@@ -395,6 +395,7 @@ def _record(nodeid: str, r: Any, nominal: Any, *, agent: str, env: str, seed: in
         "thresholds": {"pass": t.pass_, "mild": t.mild, "degraded": t.degraded},
         "tolerance": None,
         "video": None,
+        "attribution": None,
     }
 
 

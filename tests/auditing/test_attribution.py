@@ -4,12 +4,15 @@ Dict agent that ignores a key, a pair of sensors that must agree)."""
 
 from __future__ import annotations
 
+import json
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
 from pytest_rlaudit import attribute
 from pytest_rlaudit.auditing.attribution import observation_only
+from pytest_rlaudit.auditing.records import valid_attribution
 from pytest_rlaudit.auditing.results import audit
 from pytest_rlaudit.errors import PerturbationError
 from pytest_rlaudit.world.observation_groups import observation_groups
@@ -50,7 +53,7 @@ def test_named_groups_give_one_contrast_each_with_family_intervals():
     # 4 contrasts in the family: Holm's p-values are at least the raw ones
     assert a.only["pole"].p_value >= a.full.p_value
     assert a.diagnosis.startswith("obs_noise breaks it through pole: pole alone keeps ")
-    assert a.to_dict()["kind"] == "attribution"
+    assert valid_attribution(json.loads(json.dumps(a.to_dict())))
 
 
 def test_the_culprit_group_is_refined_to_the_element_that_breaks_it():

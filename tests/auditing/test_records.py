@@ -39,6 +39,7 @@ def test_the_builder_writes_every_field_the_plugin_does_not_add_later(record):
     ("p_value", "small", "lacks a valid 'p_value'"),
     ("returns", [1.0], "different lengths"),
     ("returns", [float("nan")] * 3, "non-finite"),
+    ("attribution", {"kind": "attribution", "diagnosis": "x"}, "an 'attribution' that is not"),
 ])
 def test_validate_names_what_is_wrong(record, field, value, match):
     with pytest.raises(RecordError, match=match):
