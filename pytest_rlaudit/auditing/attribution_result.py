@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._format import share
 from ..world.observation_groups import Groups
 from .shapley import Share
 
@@ -116,23 +117,24 @@ def diagnosis(scenario: str, full: Contrast, only: dict[str, Contrast],
     'delay breaks it through qvel: qvel alone keeps 3%, everything but qvel keeps 97%'
     """
     if not culprit_groups:
-        line = f"{scenario} does not clearly break it (keeps {full.ratio:.0%}): nothing to attribute"
+        line = f"{scenario} does not clearly break it (keeps {share(full.ratio)}): nothing to attribute"
     elif len(culprit_groups) == len(only) > 1:
         line = (f"{scenario} breaks it only through all its groups together "
-                f"({words(culprit_groups)}, {full.ratio:.0%} kept): no smaller set alone does")
+                f"({words(culprit_groups)}, {share(together or 0.0)} kept): no smaller set alone "
+                "does")
     elif len(culprit_groups) == 1:
         g = culprit_groups[0]
-        line = (f"{scenario} breaks it through {g}: {g} alone keeps {only[g].ratio:.0%}, "
-                f"everything but {g} keeps {all_but[g].ratio:.0%}")
+        line = (f"{scenario} breaks it through {g}: {g} alone keeps {share(only[g].ratio)}, "
+                f"everything but {g} keeps {share(all_but[g].ratio)}")
     else:
-        alone = ", ".join(f"{g} {only[g].ratio:.0%}" for g in culprit_groups)
+        alone = ", ".join(f"{g} {share(only[g].ratio)}" for g in culprit_groups)
         line = (f"{scenario} breaks it through {words(culprit_groups)} together: "
-                f"{together:.0%} kept with them perturbed; alone: {alone}")
+                f"{share(together or 0.0)} kept with them perturbed; alone: {alone}")
     if culprit_groups and list(culprits) != list(culprit_groups):
         verb = "keeps" if len(culprits) == 1 else "keep"
-        line += f"; within them, {words(culprits)} alone {verb} {culprits_ratio:.0%}"
+        line += f"; within them, {words(culprits)} alone {verb} {share(culprits_ratio or 0.0)}"
     if confirmed is False:
         line += " (not confirmed on fresh seeds)"
     if interactions:
-        line += f"; groups interact ({len(interactions)} case(s) where perturbing more is milder)"
+        line += f"; {len(interactions)} interaction(s) between groups (see interactions)"
     return line

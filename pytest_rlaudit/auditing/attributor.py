@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._format import share
 from ..stats.paired import degradation_p_value, holm, paired_ratio_ci, ratio
 from ..stats.ratings import RATINGS, rating
 from ..world.observation_groups import Groups
@@ -17,7 +18,7 @@ from ..world.scenarios import NOMINAL, Scenario
 from .attribution_result import Attribution, Contrast, diagnosis, words
 from .engine import Engine
 from .reference import reference_score
-from .shapley import shapley_shares
+from .shapley import pair_synergy, shapley_shares
 
 __all__ = ["Attributor", "EXACT_GROUPS", "PERMUTATIONS", "SEARCH_RUNS"]
 
@@ -49,13 +50,14 @@ class Attributor:
 
     # runs -------------------------------------------------------------------------
     def on(self, part: tuple[Any, ...], indices: range | None = None) -> np.ndarray:
-        """Returns of the scenario seen on ``part`` (elements or keys) only; on every part,
-        the scenario itself. Under the scenario's own name: its own draws."""
+        """Returns of the scenario seen on ``part`` (elements or keys) only; on the whole
+        observation, the scenario itself. Under the scenario's own name: its own draws."""
         indices = indices or self.indices
+        part = tuple(sorted(set(part), key=lambda x: (str(type(x)), x)))
         key = (part, indices.start, indices.stop)
         if key not in self.seen:
             sc = self.scenario
-            if part != self.groups.union(self.names):
+            if set(part) != set(self.groups.whole):
                 sc = Scenario(sc.name, sc.category, OnPart,
                               {"perturbation": sc.perturbation, "params": dict(sc.params),
                                "part": part}, sc.description)
@@ -78,29 +80,39 @@ class Attributor:
         random = (self.engine.random(self.s.episodes) if self.s.reference == "random"
                   else np.zeros(1))
         self.reference = reference_score(self.s.reference, random)
-        full = self.value(everyone)
+        notes: list[str] = []
+        if 0.5 ** self.s.episodes >= self.alpha:
+            notes.append(f"with {self.s.episodes} episodes the paired test's smallest p-value "
+                         f"is 2^-{self.s.episodes} = {0.5 ** self.s.episodes:.3g}, not below "
+                         f"{self.alpha:g}: nothing can be found significant; use at least "
+                         f"{math.floor(math.log2(1 / self.alpha)) + 1} episodes, more with "
+                         "several groups")
+        whole = self.on(tuple(self.groups.whole))  # the scenario itself
+        full_c = self.contrast(tuple(self.names), whole, 1)
         if self.method == "exact":
-            for size in range(1, len(self.names)):
+            for size in range(1, len(self.names) + 1):
                 for combo in itertools.combinations(self.names, size):
                     self.value(combo)
-        family = {(kind, g): self.value([g] if kind == "only" else everyone - {g})
-                  for kind in ("only", "all_but") for g in self.names}
-        contrasts = self.contrasts(family)
-        full_c = self.contrast(tuple(self.names), full, 1)
+        if not self.groups.covers:
+            left = [x for x in self.groups.whole if x not in set(self.groups.union(self.names))]
+            notes.append(f"the groups leave out {len(left)} of the observation's "
+                         f"{len(self.groups.whole)} elements ({_listed(left)}): the scenario on "
+                         f"every group keeps {share(self.ratio_of(self.value(everyone)))}, on "
+                         f"the whole observation {share(full_c.ratio)}; the Shapley shares "
+                         "split the first's loss")
+        only, all_but = self.contrasts()
         orders = None
         if self.method == "sampled":
             rng = np.random.default_rng(np.random.SeedSequence([self.s.seed, 0x0DE5]))
             orders = [tuple(rng.permutation(self.names).tolist()) for _ in range(PERMUTATIONS)]
             for order in orders:
-                for k in range(1, len(order)):
+                for k in range(1, len(order) + 1):
                     self.value(order[:k])
         shapley = shapley_shares(self.values, self.names, reference=self.reference,
                                  confidence=self.s.confidence, seed=self.s.seed, orders=orders)
-        interactions = self.interactions()
-        only = {g: contrasts[("only", g)] for g in self.names}
-        all_but = {g: contrasts[("all_but", g)] for g in self.names}
-        notes: list[str] = []
-        groups, culprits, confirmed = self.culprits(full_c, bool(interactions), notes)
+        milder = self.milder()
+        interactions = (*milder, *self.synergy())
+        groups, culprits, confirmed = self.culprits(full_c, bool(milder), notes)
         kept = self.ratio_of(self.on(self._part(culprits))) if culprits else None
         together = self.ratio_of(self.value(groups)) if groups else None
         line = diagnosis(self.scenario.name, full_c, only, all_but, groups, culprits, kept,
@@ -125,16 +137,21 @@ class Attributor:
             p_value = degradation_p_value(self.nominal, returns, seed=self.s.seed)
         return Contrast(groups, value, ci, p_value, rating(value, self.s.thresholds))
 
-    def contrasts(self, family: dict[tuple[str, str], np.ndarray]
-                  ) -> dict[tuple[str, str], Contrast]:
-        """The one-group and all-but contrasts, their p-values Holm-adjusted together."""
-        adjusted = holm({f"{kind}:{g}": degradation_p_value(self.nominal, r, seed=self.s.seed)
-                         for (kind, g), r in family.items()})
-        return {(kind, g): self.contrast(
-            (g,) if kind == "only" else tuple(n for n in self.names if n != g), r,
-            len(family), adjusted[f"{kind}:{g}"]) for (kind, g), r in family.items()}
+    def contrasts(self) -> tuple[dict[str, Contrast], dict[str, Contrast]]:
+        """The one-group and all-but contrasts: one family of the distinct runs among them
+        (two groups: ``only[a]`` is ``all_but[b]``), p-values Holm-adjusted together."""
+        everyone = frozenset(self.names)
+        wanted = {(kind, g): frozenset([g]) if kind == "only" else everyone - {g}
+                  for kind in ("only", "all_but") for g in self.names}
+        family = sorted(set(wanted.values()), key=lambda c: (len(c), sorted(c)))
+        adjusted = holm({",".join(sorted(c)): degradation_p_value(
+            self.nominal, self.value(c), seed=self.s.seed) for c in family})
+        made = {c: self.contrast(tuple(n for n in self.names if n in c), self.value(c),
+                                 len(family), adjusted[",".join(sorted(c))]) for c in family}
+        return ({g: made[wanted[("only", g)]] for g in self.names},
+                {g: made[wanted[("all_but", g)]] for g in self.names})
 
-    def interactions(self) -> tuple[str, ...]:
+    def milder(self) -> tuple[str, ...]:
         """Where one group more made it significantly milder: every run coalition S and
         S + g both run, tested paired (H0: S is no worse), Holm-adjusted across them."""
         pairs = [(small, small | {g}) for small in list(self.values) if small
@@ -145,29 +162,46 @@ class Attributor:
                                                      seed=self.s.seed)
                          for i, (s, b) in enumerate(pairs)})
         return tuple(
-            f"perturbing {words(sorted(b))} keeps {self.ratio_of(self.values[b]):.0%}, more "
-            f"than {words(sorted(s))} alone ({self.ratio_of(self.values[s]):.0%}; "
+            f"perturbing {words(sorted(b))} keeps {share(self.ratio_of(self.values[b]))}, more "
+            f"than {words(sorted(s))} alone ({share(self.ratio_of(self.values[s]))}; "
             f"p = {adjusted[str(i)]:.3g}, Holm-adjusted)"
             for i, (s, b) in enumerate(pairs) if adjusted[str(i)] < self.alpha)
 
+    def synergy(self) -> tuple[str, ...]:
+        """Pairs of groups whose losses compound: together they lose more than their
+        losses alone add up to, by an interval that excludes it."""
+        found = pair_synergy(self.values, reference=self.reference,
+                             confidence=self.s.confidence, seed=self.s.seed)
+        return tuple(
+            f"{a} and {b} together lose {share(1 - self.ratio_of(self.value([a, b])))} of the "
+            f"return, more than their losses alone add up to "
+            f"({share(1 - self.ratio_of(self.value([a])))} + "
+            f"{share(1 - self.ratio_of(self.value([b])))}; excess {gap:.2f}, "
+            f"{self.s.confidence:.0%} CI {ci[0]:.2f} to {ci[1]:.2f}): they compound"
+            for a, b, gap, ci in found if ci[0] > 0)
+
     # culprits -----------------------------------------------------------------------
-    def reproduces(self, returns: np.ndarray, target: str,
-                   nominal: np.ndarray | None = None) -> bool:
+    def reproduces(self, returns: np.ndarray, target: str) -> bool:
         """Whether ``returns`` show the failure: rated ``target`` or worse, and below
         nominal by the paired test at the audit's level."""
-        nominal = self.nominal if nominal is None else nominal
-        worse = RATINGS.index(rating(self.ratio_of(returns, nominal), self.s.thresholds)
+        worse = RATINGS.index(rating(self.ratio_of(returns), self.s.thresholds)
                               ) >= RATINGS.index(target)
-        return worse and degradation_p_value(nominal, returns, seed=self.s.seed) < self.alpha
+        p = degradation_p_value(self.nominal, returns, seed=self.s.seed)
+        return worse and p < self.alpha
 
     def culprits(self, full: Contrast, interacting: bool, notes: list[str]
                  ) -> tuple[tuple[str, ...], tuple[str, ...], bool | None]:
         """The culprit groups, the culprits refined to elements, and whether fresh seeds
         confirmed them."""
         target = full.rating
-        if target == "PASS" or not self.reproduces(self.values[frozenset(self.names)], target):
+        if target == "PASS" or not (full.p_value < self.alpha):
             notes.append(f"the scenario does not clearly break the agent (rated {full.rating}, "
-                         f"ratio {full.ratio:.3f}): nothing to attribute")
+                         f"ratio {full.ratio:.3f}, p = {full.p_value:.3g}): nothing to "
+                         "attribute")
+            return (), (), None
+        if not self.reproduces(self.value(self.names), target):
+            notes.append("the scenario on every group does not reproduce the failure: the "
+                         "elements the groups leave out carry it; give groups that cover them")
             return (), (), None
         if self.method == "exact":  # every coalition ran: the smallest, by size
             found = next((c for size in range(1, len(self.names) + 1)
@@ -192,14 +226,29 @@ class Attributor:
                 self.on(self._part([*whole, *part])), target), notes)
             if len(fine) < len(elements):
                 culprits = tuple([*whole, *fine])
+        return groups, culprits, self.confirm(culprits, target, notes)
+
+    def confirm(self, culprits: tuple[str, ...], target: str, notes: list[str]) -> bool:
+        """Whether ``culprits`` alone break the agent on fresh seeds (the next block of
+        episodes, nominal's too): significantly below nominal, with an interval that
+        reaches the failure's rating (the search stops at the smallest set that just
+        crosses the rating's edge, so its own rating on new seeds is a coin toss)."""
         fresh = range(self.s.episodes, 2 * self.s.episodes)
         nominal = self.engine.run([NOMINAL], fresh)[NOMINAL.name].returns
         self.runs += 1
-        confirmed = self.reproduces(self.on(self._part(culprits), fresh), target, nominal)
-        if not confirmed:
-            notes.append(f"on fresh seeds (episodes {fresh.start}-{fresh.stop - 1}) the "
-                         "culprits alone did not reproduce the failure: a lead, not a finding")
-        return groups, culprits, confirmed
+        returns = self.on(self._part(culprits), fresh)
+        value = ratio(nominal, returns, self.reference)
+        low, _ = paired_ratio_ci(nominal, returns, reference=self.reference,
+                                 confidence=self.s.confidence, seed=self.s.seed)
+        edge = self.s.thresholds.band(RATINGS[RATINGS.index(target) - 1]) if target != "PASS" \
+            else math.inf
+        significant = degradation_p_value(nominal, returns, seed=self.s.seed) < self.alpha
+        confirmed = significant and low <= edge
+        notes.append(f"on fresh seeds (episodes {fresh.start}-{fresh.stop - 1}) "
+                     f"{words(culprits)} alone keep {share(value)} (interval from {low:.3f}): "
+                     + ("confirmed" if confirmed else "not confirmed, a lead rather than a "
+                        "finding"))
+        return confirmed
 
     def _part(self, names: Sequence[str]) -> tuple[Any, ...]:
         """The elements (or keys) of ``names``: groups, or elements written ``g[i]``."""
@@ -239,3 +288,8 @@ class Attributor:
             else:
                 n = min(2 * n, len(items))
         return items
+
+
+def _listed(items: Sequence[Any], shown: int = 6) -> str:
+    head = ", ".join(map(str, items[:shown]))
+    return head + (f" and {len(items) - shown} more" if len(items) > shown else "")

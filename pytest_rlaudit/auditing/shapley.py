@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Share", "shapley_shares", "RESAMPLES"]
+__all__ = ["Share", "shapley_shares", "pair_synergy", "RESAMPLES"]
 
 #: Bootstrap resamples of the shares' intervals.
 RESAMPLES = 2000
@@ -49,16 +49,7 @@ def shapley_shares(returns: Mapping[frozenset[str], np.ndarray], names: Sequence
     >>> shares["cart"].value, shares["pole"].value
     (0.0, 0.5)
     """
-    coalitions = list(returns)
-    index = {c: i for i, c in enumerate(coalitions)}
-    table = np.array([returns[c] for c in coalitions], dtype=np.float64)
-    n = table.shape[1]
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5A4B]))
-    picks = rng.integers(0, n, size=(RESAMPLES, n))
-    # column 0: the data; the rest: one resample of episodes each, every coalition alike
-    means = np.concatenate([table.mean(axis=1)[:, None], table[:, picks].mean(axis=2)], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        loss = 1.0 - (means - reference) / (means[index[frozenset()]] - reference)
+    loss, index, rng = _losses(returns, reference, seed)
     alpha = 1.0 - confidence
     out = {}
     for g in names:
@@ -75,6 +66,49 @@ def shapley_shares(returns: Mapping[frozenset[str], np.ndarray], names: Sequence
                      else (point, point))
         out[g] = Share(point, (float(min(low, point)), float(max(high, point))))
     return out
+
+
+def pair_synergy(returns: Mapping[frozenset[str], np.ndarray], *, reference: float = 0.0,
+                 confidence: float = 0.95, seed: int = 0
+                 ) -> list[tuple[str, str, float, tuple[float, float]]]:
+    """For each pair of groups whose coalitions were run ({a}, {b} and {a, b}): the loss
+    together minus the two losses alone (> 0: they compound; < 0: they overlap), with a
+    bootstrap interval simultaneous over the pairs (Bonferroni).
+
+    >>> n, half = np.array([500.0, 400.0]), np.array([250.0, 200.0])
+    >>> pair_synergy({frozenset(): n, frozenset({"a"}): n, frozenset({"b"}): n,
+    ...               frozenset({"a", "b"}): half})
+    [('a', 'b', 0.5, (0.5, 0.5))]
+    """
+    loss, index, _ = _losses(returns, reference, seed)
+    singles = sorted(next(iter(c)) for c in index if len(c) == 1)
+    pairs = [(a, b) for a, b in itertools.combinations(singles, 2) if frozenset({a, b}) in index]
+    alpha = (1.0 - confidence) / max(len(pairs), 1)
+    out = []
+    for a, b in pairs:
+        gap = (loss[index[frozenset({a, b})]] - loss[index[frozenset({a})]]
+               - loss[index[frozenset({b})]])
+        boot = gap[1:][np.isfinite(gap[1:])]
+        low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2]) if len(boot) else (gap[0],) * 2
+        out.append((a, b, float(gap[0]), (float(min(low, gap[0])), float(max(high, gap[0])))))
+    return out
+
+
+def _losses(returns: Mapping[frozenset[str], np.ndarray], reference: float, seed: int
+            ) -> tuple[np.ndarray, dict[frozenset[str], int], np.random.Generator]:
+    """Each coalition's loss (a row), on the data (column 0) and on :data:`RESAMPLES`
+    resamples of the episodes, every coalition resampled alike; the rows' index; the
+    generator, for more draws."""
+    coalitions = list(returns)
+    index = {c: i for i, c in enumerate(coalitions)}
+    table = np.array([returns[c] for c in coalitions], dtype=np.float64)
+    n = table.shape[1]
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5A4B]))
+    picks = rng.integers(0, n, size=(RESAMPLES, n))
+    means = np.concatenate([table.mean(axis=1)[:, None], table[:, picks].mean(axis=2)], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = 1.0 - (means - reference) / (means[index[frozenset()]] - reference)
+    return loss, index, rng
 
 
 def _exact(loss: np.ndarray, index: Mapping[frozenset[str], int], names: Sequence[str],

@@ -12,7 +12,7 @@ element, ``dim_0``, ``dim_1``... A :class:`Groups` says where its names came fro
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gymnasium as gym
@@ -33,6 +33,13 @@ class Groups:
     source: str
     #: Element counts by group (a Dict key's elements), for reports.
     sizes: Mapping[str, int]
+    #: Every element (or key) of the observation, in order: what the groups may leave out.
+    whole: tuple[Any, ...] = ()
+
+    @property
+    def covers(self) -> bool:
+        """Whether the groups together are the whole observation."""
+        return set(self.union(list(self.parts))) == set(self.whole)
 
     @property
     def names(self) -> list[str]:
@@ -45,12 +52,13 @@ class Groups:
 
     def split(self, name: str) -> Groups:
         """The group ``name`` as groups of one element each (a key of a Dict stays whole),
-        named ``name[i]`` by its place in the observation."""
+        named ``name[i]`` by its place in the group (Walker2d's ``qpos[0]`` is the first
+        observed position: MuJoCo's ``qpos[1]``, as the x position is not observed)."""
         part = self.parts[name]
         if len(part) < 2 or isinstance(part[0], str):
-            return Groups({name: part}, self.source, {name: self.sizes[name]})
+            return Groups({name: part}, self.source, {name: self.sizes[name]}, self.whole)
         return Groups({f"{name}[{i}]": (int(d),) for i, d in enumerate(part)}, self.source,
-                      {f"{name}[{i}]": 1 for i in range(len(part))})
+                      {f"{name}[{i}]": 1 for i in range(len(part))}, self.whole)
 
 
 def observation_groups(env: gym.Env | spaces.Space[Any], groups: Mapping[str, Any] | None = None,
@@ -67,6 +75,13 @@ def observation_groups(env: gym.Env | spaces.Space[Any], groups: Mapping[str, An
     ['dim_0', 'dim_1', 'dim_2', 'dim_3']
     """
     space = env if isinstance(env, spaces.Space) else env.observation_space
+    whole = (tuple(str(k) for k in space.spaces) if isinstance(space, spaces.Dict)
+             else tuple(range(_size(space))))
+    return replace(_groups(env, space, groups, policy), whole=whole)
+
+
+def _groups(env: gym.Env | spaces.Space[Any], space: spaces.Space[Any],
+            groups: Mapping[str, Any] | None, policy: Any) -> Groups:
     if isinstance(space, spaces.Dict):
         keys = [str(k) for k in space.spaces]
         if groups is not None:

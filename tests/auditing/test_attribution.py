@@ -107,7 +107,18 @@ def test_two_sensors_that_must_agree_break_it_alone_and_not_together():
     assert a.full.ratio > 0.8  # both delayed: they agree again
     assert a.interactions and "more than" in a.interactions[0]
     # the whole scenario does not fail, so there is nothing to find the culprits of
-    assert a.culprits == () and "groups interact" in a.diagnosis
+    assert a.culprits == () and "interaction(s) between groups" in a.diagnosis
+    assert any(n.startswith("the groups leave out 1 of the observation's 3 elements (cart)")
+               for n in a.notes)
+
+
+def test_groups_that_leave_out_what_breaks_it_say_so_rather_than_blame_themselves():
+    a = attribute(pole, "CartPole-v1", NOISE, episodes=8, groups={"x": [0], "v": [1]})
+    assert a.full.rating == "FAIL"  # the scenario itself, on the whole observation
+    assert a.only["x"].ratio == a.only["v"].ratio == 1.0
+    assert a.shapley["x"].value == a.shapley["v"].value == 0.0  # they split no loss
+    assert a.culprits == () and a.confirmed is None
+    assert any("the elements the groups leave out carry it" in n for n in a.notes)
 
 
 def test_what_cannot_be_attributed_is_refused_with_the_reason():
