@@ -5,6 +5,7 @@ Dict agent that ignores a key, a pair of sensors that must agree)."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -140,6 +141,13 @@ def test_groups_come_from_the_mujoco_structure_and_a_flattened_dict():
         g = observation_groups(walker)
         assert g.source == "the MuJoCo env's observation_structure"
         assert g.parts["qpos"] == tuple(range(8)) and g.parts["qvel"] == tuple(range(8, 17))
+    exported = SimpleNamespace(metadata={"observation_names": "angle,angle,cart,rate"})
+    g = observation_groups(gym.make("CartPole-v1"), policy=exported)
+    assert g.source == "the ONNX file's observation_names" and g.covers
+    assert g.parts == {"angle": (0, 1), "cart": (2,), "rate": (3,)}
+    # mjlab names its terms, not their sizes: no mapping to elements, one group per element
+    exported.metadata["observation_names"] = "base_lin_vel,joint_pos"
+    assert observation_groups(gym.make("CartPole-v1"), policy=exported).names[0] == "dim_0"
     flat = gym.wrappers.FlattenObservation(sensors())
     g = observation_groups(flat)
     assert g.source == "the flattened Dict observation's keys"
