@@ -245,7 +245,8 @@ class Attributor:
         significant = degradation_p_value(nominal, returns, seed=self.s.seed) < self.alpha
         confirmed = significant and low <= edge
         notes.append(f"on fresh seeds (episodes {fresh.start}-{fresh.stop - 1}) "
-                     f"{words(culprits)} alone keep {share(value)} (interval from {low:.3f}): "
+                     f"{words(culprits)} alone {'keeps' if len(culprits) == 1 else 'keep'} "
+                     f"{share(value)} (interval from {low:.3f}): "
                      + ("confirmed" if confirmed else "not confirmed, a lead rather than a "
                         "finding"))
         return confirmed

@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pytest_rlaudit import attribute
+from pytest_rlaudit import Scenario, Schedule, attribute
 from pytest_rlaudit.auditing.attribution import observation_only
 from pytest_rlaudit.auditing.records import valid_attribution
 from pytest_rlaudit.auditing.results import audit
@@ -65,6 +65,11 @@ def test_the_culprit_group_is_refined_to_the_element_that_breaks_it():
     assert a.culprits_ratio is not None and a.culprits_ratio < 0.8
     assert a.diagnosis.endswith(f"within them, pole[1] alone keeps {a.culprits_ratio:.0%}")
     assert a.confirmed in (True, False) and a.runs >= 5
+    # the same delay as a schedule (its observation channel only): the same episodes
+    late = Scenario.from_schedule(Schedule(delay=3), "late")
+    b = attribute(pole, "CartPole-v1", late, episodes=8,
+                  groups={"cart": slice(0, 2), "pole": [2, 3]})
+    assert (b.only["pole"].ratio, b.culprits) == (a.only["pole"].ratio, a.culprits)
 
 class Sensors(gym.ObservationWrapper):
     """CartPole seen as a Dict: the cart, the pole, and a second pole sensor."""
