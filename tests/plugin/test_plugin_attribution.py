@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 # In-process pytester runs reuse these instead of importing them afresh on every run.
 import gymnasium  # noqa: F401
 import pytest
+from browser import chromium
 
 import pytest_rlaudit.verdicts.assertions  # noqa: F401  (the engine, and scipy with it)
 from pytest_rlaudit.auditing.records import validate
@@ -69,6 +70,9 @@ def test_a_marked_test_names_the_sensor_its_failure_comes_through(project):
     page = (project.path / "report" / "index.html").read_text()
     assert "<h4>Which sensor</h4>" in page and "delay breaks it through pole" in page
     assert page.count("<svg") >= 2  # the paired returns, and the groups' chart
+    dom, console, shot = chromium(project.path / "report" / "index.html", project.path)
+    assert "Which sensor" in dom and "on this group alone" in dom and not console
+    assert shot.stat().st_size > 10_000
 
 
 def test_the_option_attributes_failing_observation_scenarios_only(project):
