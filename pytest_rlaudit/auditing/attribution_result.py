@@ -37,7 +37,9 @@ class Attribution:
     "Which sensor breaks it").
 
     ``only[g]`` / ``all_but[g]``: the scenario on group g alone / on every group but g.
-    ``shapley[g]``: g's share of the ratio lost. ``culprit_groups``: the smallest set of
+    ``family``: how many distinct runs ``only`` and ``all_but`` hold (two groups: 2, as
+    ``only[a]`` is ``all_but[b]``), the family their intervals and p-values are adjusted
+    over. ``shapley[g]``: g's share of the ratio lost. ``culprit_groups``: the smallest set of
     groups whose perturbation alone reproduces the failure; ``culprits``: the same, refined
     to elements (``qvel[2]``) where fewer elements do; ``culprits_ratio``: the ratio with
     the culprits alone perturbed; ``confirmed``: whether they reproduced it again on fresh
@@ -57,6 +59,7 @@ class Attribution:
     full: Contrast
     only: dict[str, Contrast]
     all_but: dict[str, Contrast]
+    family: int
     shapley: dict[str, Share]
     shapley_method: str
     culprit_groups: tuple[str, ...]
@@ -80,6 +83,7 @@ class Attribution:
             "full": self.full.to_dict(),
             "only": {g: c.to_dict() for g, c in self.only.items()},
             "all_but": {g: c.to_dict() for g, c in self.all_but.items()},
+            "family": self.family,
             "shapley": {g: s.to_dict() for g, s in self.shapley.items()},
             "shapley_method": self.shapley_method,
             "culprit_groups": list(self.culprit_groups), "culprits": list(self.culprits),

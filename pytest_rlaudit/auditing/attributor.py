@@ -100,7 +100,7 @@ class Attributor:
                          f"every group keeps {share(self.ratio_of(self.value(everyone)))}, on "
                          f"the whole observation {share(full_c.ratio)}; the Shapley shares "
                          "split the first's loss")
-        only, all_but = self.contrasts()
+        only, all_but, family = self.contrasts()
         orders = None
         if self.method == "sampled":
             rng = np.random.default_rng(np.random.SeedSequence([self.s.seed, 0x0DE5]))
@@ -121,7 +121,7 @@ class Attributor:
             agent=self.engine.name, env=self.engine.env.name, scenario=self.scenario.name,
             episodes=self.s.episodes, seed=self.s.seed, confidence=self.s.confidence,
             reference=self.reference, groups=self.groups, full=full_c, only=only,
-            all_but=all_but, shapley=shapley, shapley_method=self.method,
+            all_but=all_but, family=family, shapley=shapley, shapley_method=self.method,
             culprit_groups=groups, culprits=culprits, culprits_ratio=kept,
             confirmed=confirmed, interactions=interactions, notes=tuple(notes),
             runs=self.runs, diagnosis=line)
@@ -137,7 +137,7 @@ class Attributor:
             p_value = degradation_p_value(self.nominal, returns, seed=self.s.seed)
         return Contrast(groups, value, ci, p_value, rating(value, self.s.thresholds))
 
-    def contrasts(self) -> tuple[dict[str, Contrast], dict[str, Contrast]]:
+    def contrasts(self) -> tuple[dict[str, Contrast], dict[str, Contrast], int]:
         """The one-group and all-but contrasts: one family of the distinct runs among them
         (two groups: ``only[a]`` is ``all_but[b]``), p-values Holm-adjusted together."""
         everyone = frozenset(self.names)
@@ -149,7 +149,7 @@ class Attributor:
         made = {c: self.contrast(tuple(n for n in self.names if n in c), self.value(c),
                                  len(family), adjusted[",".join(sorted(c))]) for c in family}
         return ({g: made[wanted[("only", g)]] for g in self.names},
-                {g: made[wanted[("all_but", g)]] for g in self.names})
+                {g: made[wanted[("all_but", g)]] for g in self.names}, len(family))
 
     def milder(self) -> tuple[str, ...]:
         """Where one group more made it significantly milder: every run coalition S and

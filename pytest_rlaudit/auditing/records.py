@@ -201,6 +201,7 @@ ATTRIBUTION_KEYS: dict[str, tuple[type, ...]] = {
     "kind": (str,), "agent": (str,), "env": (str,), "scenario": (str,), "episodes": (int,),
     "seed": (int,), "confidence": _NUMBER, "reference": _NUMBER, "groups": (dict,),
     "groups_source": (str,), "full": (dict,), "only": (dict,), "all_but": (dict,),
+    "family": (int,),
     "shapley": (dict,), "shapley_method": (str,), "culprit_groups": (list,),
     "culprits": (list,), "culprits_ratio": (*_NUMBER, type(None)),
     "confirmed": (bool, type(None)), "interactions": (list,), "notes": (list,),

@@ -7,14 +7,14 @@ the record.
 >>> doc = {"scenario": "delay", "confidence": 0.95, "groups": {"qpos": [0, 1], "qvel": [2, 3]},
 ...        "groups_source": "the MuJoCo env's observation_structure",
 ...        "full": c("all", 0.02), "only": {"qpos": c("qpos", 0.97), "qvel": c("qvel", 0.03)},
-...        "all_but": {"qpos": c("qvel", 0.03), "qvel": c("qpos", 0.97)},
+...        "all_but": {"qpos": c("qvel", 0.03), "qvel": c("qpos", 0.97)}, "family": 2,
 ...        "shapley": {"qpos": {"value": 0.0, "ci_low": -0.1, "ci_high": 0.1},
 ...                    "qvel": {"value": 0.98, "ci_low": 0.9, "ci_high": 1.0}},
 ...        "culprit_groups": ["qvel"], "culprits": ["qvel"], "confirmed": True, "notes": [],
 ...        "interactions": [], "runs": 4, "diagnosis": "delay breaks it through qvel: ..."}
 >>> for line in attribution_lines("t::x[delay]", doc): print("".join(t for t, _ in line))
 t::x[delay]: which sensor: delay breaks it through qvel: ... (confirmed on fresh seeds)
-  group  size  alone  95% CI (4 contrasts)  all but it  95% CI           share of loss
+  group  size  alone  95% CI (2 contrasts)  all but it  95% CI           share of loss
   qpos   2     0.970  0.870 to 1.000        0.030       -0.070 to 0.130  0.000
   qvel   2     0.030  -0.070 to 0.130       0.970       0.870 to 1.000   0.980
   groups: the MuJoCo env's observation_structure; 4 runs of the episodes
@@ -42,8 +42,7 @@ def attribution_lines(nodeid: str, doc: dict[str, Any]) -> list[Line]:
     rating = doc["full"]["rating"]
     lines: list[Line] = [[(f"{nodeid}: which sensor: {doc['diagnosis']}{_confirmation(doc)}",
                            rating)]]
-    family = 2 * len(doc["only"])
-    level = f"{doc['confidence']:.0%} CI ({family} contrasts)"
+    level = f"{doc['confidence']:.0%} CI ({doc['family']} contrasts)"
     rows = [["group", "size", "alone", level, "all but it", f"{doc['confidence']:.0%} CI",
              "share of loss"]]
     for g, only in doc["only"].items():
@@ -76,8 +75,9 @@ def attribution_figure(plt: Any, doc: dict[str, Any]) -> Any:
     >>> plt.close(fig)
     """
     names = list(doc["only"])
-    fig, ax = plt.subplots(figsize=(5.0, 0.5 + 0.45 * len(names)))
-    fig.subplots_adjust(left=0.22, right=0.97, bottom=0.2 if len(names) > 2 else 0.3, top=0.92)
+    height = 1.3 + 0.35 * len(names)  # inches: the rows, and the legend below them
+    fig, ax = plt.subplots(figsize=(5.0, height))
+    fig.subplots_adjust(left=0.22, right=0.97, bottom=0.95 / height, top=1 - 0.15 / height)
     for offset, key, colour, label in ((-0.12, "only", "#b03a2e", "on this group alone"),
                                        (0.12, "all_but", "#1f4e79", "on all groups but it")):
         ys = [i + offset for i in range(len(names))]
@@ -89,12 +89,16 @@ def attribution_figure(plt: Any, doc: dict[str, Any]) -> Any:
                     capsize=2, linewidth=1, label=label)
     ax.axvline(doc["full"]["ratio"], color="#777777", linestyle="--", linewidth=0.8,
                label="on every group")
+    ends = [doc[k][g][e] for k in ("only", "all_but") for g in names for e in ("ci_low", "ci_high")]
+    ax.set_xlim(min(*ends, doc["full"]["ratio"]) - 0.05, max(*ends, 1.0) + 0.05)  # whole points
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels(names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("return ratio", fontsize=8)
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=6, loc="best")
+    # below the axes: inside, it would hide the points at a ratio of 1
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.45 / (height - 1.1)),
+              ncol=3, frameon=False)
     return fig
 
 
@@ -115,7 +119,7 @@ def attribution_html(doc: dict[str, Any], svg: str) -> str:
             f"<p>{e(doc['diagnosis'])}{e(_confirmation(doc))}</p>"
             f"<figure>{svg}<figcaption>The scenario's return ratio with it seen on one "
             f"group alone and on all groups but that one ({doc['confidence']:.0%} intervals, "
-            f"simultaneous over the {2 * len(doc['only'])} contrasts); dashed: on every "
+            f"simultaneous over the {doc['family']} contrasts); dashed: on every "
             "group.</figcaption></figure>"
             "<table><tr><th>group</th><th>size</th><th>alone</th><th>all but it</th>"
             f"<th>share of loss</th></tr>{rows}</table>"

@@ -52,7 +52,7 @@ def test_a_marked_test_names_the_sensor_its_failure_comes_through(project):
         "*which sensor: delay breaks it through pole: pole alone keeps *, everything but "
         "pole keeps 100%; within them, pole[[]1[]] alone keeps *",
         "*test_pole.py::test_pole[[]delay[]]: which sensor: delay breaks it through pole*",
-        "*group*size*alone*95% CI (4 contrasts)*all but it*share of loss",
+        "*group*size*alone*95% CI (2 contrasts)*all but it*share of loss",
         "*cart*2*1.000*1.000 to 1.000*",
         "*groups: groups= as given; * runs of the episodes",
     ])
