@@ -2,23 +2,32 @@
 
 The scenario runs on one group only, on every group but one, and (for the Shapley
 shares) on every coalition of groups, each paired on the seeds of the nominal episodes
-and of the full scenario, and drawing the full scenario's own noise (common random
-numbers: see :mod:`pytest_rlaudit.world.perturbations.groups`). So "the scenario on every
-group" is the scenario itself, bit for bit, and two groups' runs differ only in where
-the perturbation is seen.
+and drawing the scenario's own noise (common random numbers: see
+:mod:`pytest_rlaudit.world.perturbations.groups`). So two runs differ only in where the
+perturbation is seen, and the scenario on the whole observation (``full``) is the
+scenario itself, bit for bit; on every group, it is the same when the groups cover the
+observation.
 
-Intervals and tests. ``only[g]`` and ``all_but[g]`` are a family of 2G contrasts with
-the nominal episodes: each p-value (one-sided, H0: no degradation; a paired sign-flip
-test) is Holm-adjusted across the family, and each interval is at the Bonferroni level
-``1 - (1 - confidence) / 2G``, simultaneous for the family (Holm's step-down procedure has
-no intervals of its own; these contain what it decides). Shapley shares get paired
-bootstrap intervals over episodes (and, when sampled, over permutations too).
+Intervals and tests. ``only[g]`` and ``all_but[g]`` are one family of the m distinct runs
+among them (2G for G groups; 2 for two groups, as ``only[a]`` is ``all_but[b]``): each
+p-value (one-sided, H0: no loss against nominal; a paired sign-flip test) is
+Holm-adjusted across the family, and each interval is at the Bonferroni level
+``1 - (1 - confidence) / m``, simultaneous for the family (Holm's step-down procedure has
+no intervals of its own; these contain what it decides). ``full`` is one contrast, at
+``confidence``, unadjusted. Shapley shares get paired bootstrap intervals over episodes
+(and, when sampled, over permutations too). Interactions are two families of their own:
+"more is milder" (paired tests, Holm) and "losses compound" (bootstrap intervals,
+Bonferroni); neither is looked for when too few episodes could make anything significant.
 
 The culprit search looks for the smallest set of groups whose perturbation alone
 reproduces the failure (the full scenario's rating or worse, and a significant loss
-against nominal): every coalition in order of size when all were run (up to 8 groups),
-else delta debugging over groups; then the same inside the culprit groups, element by
-element; then the culprits are run again on fresh seeds to confirm them.
+against nominal at the raw level: a search, not a family of claims): every coalition in
+order of size when all were run (up to 8 groups), else delta debugging over groups; then
+the same inside the culprit groups, element by element. Fresh seeds are the guard: the
+culprits run again on the next block of episodes, and count as confirmed when their loss
+there is significant and its interval reaches the failure's rating (consistent with the
+failure; the search stops at the set that just crosses the rating's edge, so the rating
+itself would be a coin toss).
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@ __all__ = ["Contrast", "Attribution", "diagnosis"]
 
 @dataclass(frozen=True)
 class Contrast:
-    """The scenario seen on ``groups`` only: its return ratio to nominal, the interval
-    (at the family's level, see :mod:`.attribution`), the Holm-adjusted p-value (H0: no
-    degradation) and the rating."""
+    """The scenario seen on ``groups`` only (the full scenario: on the whole observation,
+    ``groups`` empty): its return ratio to nominal, the interval, the p-value (H0: no
+    loss) and the rating. ``only`` and ``all_but`` contrasts: interval and p-value
+    adjusted over their family (see :mod:`.attribution`); ``full``: unadjusted."""
 
     groups: tuple[str, ...]
     ratio: float
@@ -43,9 +44,11 @@ class Attribution:
     groups whose perturbation alone reproduces the failure; ``culprits``: the same, refined
     to elements (``qvel[2]``) where fewer elements do; ``culprits_ratio``: the ratio with
     the culprits alone perturbed; ``confirmed``: whether they reproduced it again on fresh
-    seeds (None: nothing to confirm). ``interactions``: where perturbing more groups was
-    significantly milder than fewer; ``notes``: what the search could not assume or did
-    not finish; ``runs``: the runs of ``episodes`` episodes it took, nominal's included.
+    seeds (a significant loss there, its interval reaching the failure's rating; None:
+    nothing to confirm). ``interactions``: where perturbing one group more was
+    significantly milder, and pairs of groups whose losses compound; ``notes``: what the
+    groups leave out, and what the search could not assume or did not finish; ``runs``:
+    the runs of ``episodes`` episodes it took, nominal's included.
     """
 
     agent: str
@@ -109,10 +112,12 @@ def words(names: Sequence[str]) -> str:
 def diagnosis(scenario: str, full: Contrast, only: dict[str, Contrast],
               all_but: dict[str, Contrast], culprit_groups: Sequence[str],
               culprits: Sequence[str], culprits_ratio: float | None, confirmed: bool | None,
-              interactions: Sequence[str], together: float | None = None) -> str:
+              interactions: Sequence[str], together: float | None = None,
+              level: float = 0.95) -> str:
     """The one line that names the culprits with the numbers that make them so
-    (``together``: the ratio with every culprit group perturbed; ``culprits_ratio``: with
-    the culprits, refined to elements, perturbed).
+    (``together``: the ratio with every culprit group perturbed, or with every group when
+    none is a culprit; ``culprits_ratio``: with the culprits, refined to elements,
+    perturbed; ``level``: the confidence the tests were at).
 
     >>> c = lambda g, r: Contrast((g,), r, (r, r), 0.01, "FAIL")
     >>> diagnosis("delay", c("qpos", 0.02), {"qpos": c("qpos", 0.97), "qvel": c("qvel", 0.03)},
@@ -120,7 +125,11 @@ def diagnosis(scenario: str, full: Contrast, only: dict[str, Contrast],
     ...           True, [])
     'delay breaks it through qvel: qvel alone keeps 3%, everything but qvel keeps 97%'
     """
-    if not culprit_groups:
+    if not culprit_groups and full.rating != "PASS" and full.p_value < 1 - level:
+        line = (f"{scenario} breaks it (keeps {share(full.ratio)}), but not through the groups "
+                f"given: on all of them it keeps {share(together or 1.0)}; the elements "
+                "they leave out carry it")
+    elif not culprit_groups:
         line = f"{scenario} does not clearly break it (keeps {share(full.ratio)}): nothing to attribute"
     elif len(culprit_groups) == len(only) > 1:
         line = (f"{scenario} breaks it only through all its groups together "
@@ -138,7 +147,7 @@ def diagnosis(scenario: str, full: Contrast, only: dict[str, Contrast],
         verb = "keeps" if len(culprits) == 1 else "keep"
         line += f"; within them, {words(culprits)} alone {verb} {share(culprits_ratio or 0.0)}"
     if confirmed is False:
-        line += " (not confirmed on fresh seeds)"
+        line += " (not confirmed on fresh seeds: a lead, not a finding)"
     if interactions:
         line += f"; {len(interactions)} interaction(s) between groups (see interactions)"
     return line

@@ -26,7 +26,8 @@ __all__ = ["Attributor", "EXACT_GROUPS", "PERMUTATIONS", "SEARCH_RUNS"]
 EXACT_GROUPS = 8
 #: Permutations sampled for the Shapley shares beyond :data:`EXACT_GROUPS` groups.
 PERMUTATIONS = 16
-#: At most this many runs for each delta debugging search (each ``episodes`` long).
+#: Runs of each delta debugging search (each ``episodes`` long): it stops at the first
+#: round that starts past them, so a round under way may take a few more.
 SEARCH_RUNS = 40
 
 
@@ -81,14 +82,14 @@ class Attributor:
                   else np.zeros(1))
         self.reference = reference_score(self.s.reference, random)
         notes: list[str] = []
-        if 0.5 ** self.s.episodes >= self.alpha:
+        if 0.5 ** self.s.episodes >= self.alpha:  # the sign-flip test's smallest p
             notes.append(f"with {self.s.episodes} episodes the paired test's smallest p-value "
                          f"is 2^-{self.s.episodes} = {0.5 ** self.s.episodes:.3g}, not below "
                          f"{self.alpha:g}: nothing can be found significant; use at least "
                          f"{math.floor(math.log2(1 / self.alpha)) + 1} episodes, more with "
                          "several groups")
         whole = self.on(tuple(self.groups.whole))  # the scenario itself
-        full_c = self.contrast(tuple(self.names), whole, 1)
+        full_c = self.contrast((), whole, 1)
         if self.method == "exact":
             for size in range(1, len(self.names) + 1):
                 for combo in itertools.combinations(self.names, size):
@@ -110,13 +111,14 @@ class Attributor:
                     self.value(order[:k])
         shapley = shapley_shares(self.values, self.names, reference=self.reference,
                                  confidence=self.s.confidence, seed=self.s.seed, orders=orders)
-        milder = self.milder()
-        interactions = (*milder, *self.synergy())
+        few = 0.5 ** self.s.episodes >= self.alpha  # nothing could be significant
+        milder = () if few else self.milder()
+        interactions = () if few else (*milder, *self.synergy())
         groups, culprits, confirmed = self.culprits(full_c, bool(milder), notes)
         kept = self.ratio_of(self.on(self._part(culprits))) if culprits else None
-        together = self.ratio_of(self.value(groups)) if groups else None
+        together = self.ratio_of(self.value(groups or self.names))
         line = diagnosis(self.scenario.name, full_c, only, all_but, groups, culprits, kept,
-                         confirmed, interactions, together)
+                         confirmed, interactions, together, self.s.confidence)
         return Attribution(
             agent=self.engine.name, env=self.engine.env.name, scenario=self.scenario.name,
             episodes=self.s.episodes, seed=self.s.seed, confidence=self.s.confidence,

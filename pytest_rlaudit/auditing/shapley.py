@@ -3,7 +3,8 @@ intervals: the arithmetic of :mod:`.attribution`, apart from the runs.
 
 A coalition S of groups has the loss ``1 - ratio(S)`` (the scenario seen on S only); a
 group's share is its mean marginal loss over orders of the groups, so the shares sum to
-the full scenario's loss. Every coalition's returns are paired on the same episodes, so
+the loss with every group perturbed (the full scenario's, when the groups cover the
+observation). Every coalition's returns are paired on the same episodes, so
 one bootstrap resample of episode indices moves them all together.
 """
 
@@ -24,8 +25,9 @@ RESAMPLES = 2000
 
 @dataclass(frozen=True)
 class Share:
-    """A group's Shapley share of the ratio lost (the shares sum to ``1 - full ratio``),
-    with its bootstrap interval."""
+    """A group's Shapley share of the ratio lost (the shares sum to the loss with every
+    group perturbed: ``1 - full ratio`` when the groups cover the observation), with its
+    bootstrap interval."""
 
     value: float
     ci: tuple[float, float]

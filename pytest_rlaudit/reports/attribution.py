@@ -13,7 +13,7 @@ the record.
 ...        "culprit_groups": ["qvel"], "culprits": ["qvel"], "confirmed": True, "notes": [],
 ...        "interactions": [], "runs": 4, "diagnosis": "delay breaks it through qvel: ..."}
 >>> for line in attribution_lines("t::x[delay]", doc): print("".join(t for t, _ in line))
-t::x[delay]: which sensor: delay breaks it through qvel: ... (confirmed on fresh seeds)
+t::x[delay]: which sensor: delay breaks it through qvel: ... (a significant loss on fresh seeds too)
   group  size  alone  95% CI (2 contrasts)  all but it  95% CI           share of loss
   qpos   2     0.970  0.870 to 1.000        0.030       -0.070 to 0.130  0.000
   qvel   2     0.030  -0.070 to 0.130       0.970       0.870 to 1.000   0.980
@@ -33,7 +33,8 @@ Line = list[tuple[str, str]]
 
 
 def _confirmation(doc: dict[str, Any]) -> str:
-    return {True: " (confirmed on fresh seeds)", False: "", None: ""}[doc.get("confirmed")]
+    return {True: " (a significant loss on fresh seeds too)", False: "",
+            None: ""}[doc.get("confirmed")]
 
 
 def attribution_lines(nodeid: str, doc: dict[str, Any]) -> list[Line]:

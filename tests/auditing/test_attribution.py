@@ -127,6 +127,9 @@ def test_groups_that_leave_out_what_breaks_it_say_so_rather_than_blame_themselve
     assert a.shapley["x"].value == a.shapley["v"].value == 0.0  # they split no loss
     assert a.culprits == () and a.confirmed is None
     assert any("the elements the groups leave out carry it" in n for n in a.notes)
+    assert a.diagnosis == (f"obs_noise breaks it (keeps {a.full.ratio:.0%}), but not through "
+                           "the groups given: on all of them it keeps 100%; the elements they "
+                           "leave out carry it")
 
 
 def test_what_cannot_be_attributed_is_refused_with_the_reason():
