@@ -210,7 +210,8 @@ class ItemAudits:
 
     def _run(self, item: pytest.Item, scenario: Scenario, agent: Any, env: Any) -> Any:
         __tracebackhide__ = True
-        from ..errors import ReferenceScoreError, RobustnessError
+        from ..errors import ReferenceScoreError, RLAuditError, RobustnessError
+        from ..stats.ratings import INCONCLUSIVE
         from .items import ScenarioItem
         from .markers import episodes_marker
 
@@ -245,11 +246,15 @@ class ItemAudits:
                                          shown_as=self.settings.agent if agent is None else agent)
                 record, outcome = record_of(item.nodeid, check, gate), check.result
                 message = check.message
-                if not check.passed:
-                    said = self.attribute(item, scenario, policy, spec, settings)
-                    if said is not None:
-                        record["attribution"] = said.to_dict()
-                        message += f"\n  which sensor: {said.diagnosis}"
+                if not check.passed and record["rating"] != INCONCLUSIVE:
+                    try:
+                        said = self.attribute(item, scenario, policy, spec, settings)
+                    except RLAuditError as exc:  # the failure stays the robustness one
+                        message += f"\n  which sensor: not attributed: {exc}"
+                    else:
+                        if said is not None:
+                            record["attribution"] = said.to_dict()
+                            message += f"\n  which sensor: {said.diagnosis}"
                 failure = None if check.passed else RobustnessError(message, check.result)
         except ReferenceScoreError as exc:
             # The reference is a number here (below "random", the agent-beats-random check

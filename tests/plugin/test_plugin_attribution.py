@@ -96,6 +96,15 @@ def test_the_option_attributes_failing_observation_scenarios_only(project):
     assert "which sensor" not in result.stdout.str()
 
 
+def test_groups_that_do_not_fit_the_env_leave_the_failure_a_robustness_failure(project):
+    project.makepyfile(test_pole=MARKED.replace('"pole": [2, 3]', '"pole": [2, 9]'))
+    result = project.runpytest("--rl-audit", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*RobustnessError: DEGRADED under delay*",
+                                 "*which sensor: not attributed: groups: 'pole' must be a "
+                                 "slice or indices of the observation's 4 elements*"])
+
+
 def test_a_malformed_marker_is_a_collection_error(project):
     project.makepyfile(test_pole=MARKED.replace(
         'groups={"cart": [0, 1], "pole": [2, 3]}', 'groups=["cart"]'))
