@@ -32,6 +32,7 @@ itself would be a coin toss).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,13 +82,15 @@ def observation_only(scenario: Scenario) -> bool:
 
 
 def attribute(agent: Any, env: EnvLike, scenario: ScenarioLike, *,
-              groups: Mapping[str, Any] | None = None, episodes: int = 30, seed: int = 0,
+              groups: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+              episodes: int = 30, seed: int = 0,
               confidence: float = 0.95, method: str = "auto", reference: float | str = 0,
               thresholds: Thresholds | None = None, max_steps: int = DEFAULT_MAX_STEPS,
               workers: int | str | None = None) -> Attribution:
     """Attribute an observation scenario's damage to named observation groups.
 
-    ``groups`` maps names to slices or element indices (keys, for a Dict observation);
+    ``groups`` maps names to slices or element indices (keys, for a Dict observation), or
+    is the folder of a LeRobot dataset whose state's element names are the observation's;
     without it they come from the env and the agent (see
     :func:`~pytest_rlaudit.world.observation_groups.observation_groups`). ``method``:
     ``"exact"`` runs every coalition of groups (Shapley shares exact; the smallest culprit
@@ -122,7 +125,8 @@ def attribute(agent: Any, env: EnvLike, scenario: ScenarioLike, *,
         return attribute_with(Engine(agent, env, settings, cache={}), base, groups, method)
 
 
-def attribute_with(engine: Engine, scenario: Scenario, groups: Mapping[str, Any] | None = None,
+def attribute_with(engine: Engine, scenario: Scenario,
+                   groups: Mapping[str, Any] | str | os.PathLike[str] | None = None,
                    method: str = "auto") -> Attribution:
     """:func:`attribute` with the engine made (the plugin's, which keeps the nominal
     episodes it already ran) and ``scenario`` checked to act on observations only."""

@@ -38,7 +38,8 @@ MARKERS = (
     "recorded dataset; fails when a limit is exceeded (mode point, confident or not_worse).",
     "rl_attribute(groups=None): when an observation scenario of the test fails its "
     "threshold, attribute the failure to observation groups (as --rl-attribute does); "
-    "groups maps names to slices, indices or Dict keys (default: from the env and agent).",
+    "groups maps names to slices, indices or Dict keys, or is a LeRobot dataset folder whose "
+    "state names are the observation's (default: from the env and agent).",
 )
 
 #: How a replay limit is judged (verdicts.replays.MODES, kept here as text: light).
@@ -205,12 +206,13 @@ def attribute_marker(marker: pytest.Mark | None) -> dict[str, Any] | None:
         return None
     values = _bind(marker, _rl_attribute, "rl_attribute")
     groups = values["groups"]
-    if groups is not None and not (isinstance(groups, dict) and len(groups) >= 2
-                                   and all(isinstance(k, str) for k in groups)):
+    if groups is not None and not isinstance(groups, str) and not (
+            isinstance(groups, dict) and len(groups) >= 2
+            and all(isinstance(k, str) for k in groups)):
         raise MarkerError("@pytest.mark.rl_attribute: groups must map two or more names to "
                           "parts of the observation (slices, indices or Dict keys), e.g. "
-                          "groups={'qpos': slice(0, 8), 'qvel': slice(8, 17)}; got "
-                          f"{groups!r}")
+                          "groups={'qpos': slice(0, 8), 'qvel': slice(8, 17)}, or name a "
+                          f"LeRobot dataset folder; got {groups!r}")
     return values
 
 

@@ -1,7 +1,8 @@
 """Named parts of an observation (its sensors), for attribution: given, or read from what
 the env and the agent already say.
 
-Sources, in order: ``groups=`` as given; a Dict observation's keys; a flattened Dict
+Sources, in order: ``groups=`` as given (or the folder of a LeRobot dataset: the names
+its ``meta/info.json`` gives the state's elements); a Dict observation's keys; a flattened Dict
 (``gymnasium.wrappers.FlattenObservation``) mapped back to its keys, in the order
 gymnasium flattens them; a gymnasium MuJoCo v5 env's ``observation_structure`` (``qpos``,
 ``qvel``, ``cfrc_ext``...; ``skipped_qpos`` is not observed); an ONNX policy's
@@ -11,6 +12,7 @@ element, ``dim_0``, ``dim_1``... A :class:`Groups` says where its names came fro
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -61,11 +63,14 @@ class Groups:
                       {f"{name}[{i}]": 1 for i in range(len(part))}, self.whole)
 
 
-def observation_groups(env: gym.Env | spaces.Space[Any], groups: Mapping[str, Any] | None = None,
+def observation_groups(env: gym.Env | spaces.Space[Any],
+                       groups: Mapping[str, Any] | str | os.PathLike[str] | None = None,
                        policy: Any = None) -> Groups:
     """The named groups of ``env``'s observations (see the module for the sources); given
     an observation space instead (a batch's, whose envs the audit cannot reach one by
-    one), those that the space and ``policy`` say.
+    one), those that the space and ``policy`` say. ``groups`` may also be the folder of a
+    LeRobot dataset: a group per name its ``meta/info.json`` gives the state's elements
+    (a robot's joints), when they are the observation's.
 
     >>> import gymnasium as gym
     >>> g = observation_groups(gym.make("CartPole-v1"), {"cart": slice(0, 2), "pole": [2, 3]})
@@ -81,14 +86,21 @@ def observation_groups(env: gym.Env | spaces.Space[Any], groups: Mapping[str, An
 
 
 def _groups(env: gym.Env | spaces.Space[Any], space: spaces.Space[Any],
-            groups: Mapping[str, Any] | None, policy: Any) -> Groups:
+            groups: Mapping[str, Any] | str | os.PathLike[str] | None, policy: Any) -> Groups:
     if isinstance(space, spaces.Dict):
         keys = [str(k) for k in space.spaces]
+        if isinstance(groups, (str, os.PathLike)):
+            raise PerturbationError(
+                "groups: a LeRobot dataset names the elements of an array state, and this "
+                f"observation is a Dict (keys {', '.join(keys)}), whose keys are the groups "
+                "already: leave groups out, or map names to keys")
         if groups is not None:
             return _given_keys(groups, keys, space)
         return Groups({k: (k,) for k in keys}, "the Dict observation's keys",
                       {k: _size(space.spaces[k]) for k in keys})
     size = _size(space)
+    if isinstance(groups, (str, os.PathLike)):
+        return _lerobot(groups, size)
     if groups is not None:
         return _given_dims(groups, size)
     envs: tuple[Groups | None, ...] = () if isinstance(env, spaces.Space) else (
@@ -102,6 +114,24 @@ def _groups(env: gym.Env | spaces.Space[Any], space: spaces.Space[Any],
 
 def _size(space: spaces.Space[Any]) -> int:
     return int(np.prod(space.shape or (1,)))
+
+
+def _lerobot(path: str | os.PathLike[str], size: int) -> Groups:
+    """A group per name a LeRobot dataset gives its state's elements (elements of one name
+    together), where the names are the observation's."""
+    from .recordings.lerobot import STATE, feature_names
+
+    names = feature_names(path, STATE)
+    if len(names) != size:
+        raise PerturbationError(
+            f"groups: the LeRobot dataset {os.fspath(path)} names {len(names)} elements of its "
+            f"{STATE!r} feature, and the observation has {size}: its names are not this "
+            "env's elements. Give groups= as a mapping of names to slices instead.")
+    parts: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        parts.setdefault(name, []).append(i)
+    return Groups({k: tuple(v) for k, v in parts.items()}, "the LeRobot dataset's feature names",
+                  {k: len(v) for k, v in parts.items()})
 
 
 def _given_dims(groups: Mapping[str, Any], size: int) -> Groups:

@@ -181,3 +181,20 @@ def test_sampled_shapley_and_delta_debugging_agree_with_the_exact_search():
         assert sampled.shapley[g].value == 0.0
     assert sampled.shapley["dim_3"].ci[0] <= exact.shapley["dim_3"].value \
         <= sampled.shapley["dim_3"].ci[1]
+
+
+def test_a_lerobot_dataset_names_the_groups_by_its_state_names(tmp_path):
+    meta = tmp_path / "robot" / "meta"
+    meta.mkdir(parents=True)
+    state = {"dtype": "float32", "shape": [4],
+             "names": {"motors": ["cart", "cart", "pole", "pole"]}}  # LeRobot's dict form
+    info = {"codebase_version": "v3.0", "features": {"observation.state": state}}
+    (meta / "info.json").write_text(json.dumps(info))
+    a = attribute(pole, "CartPole-v1", NOISE, episodes=8, groups=str(tmp_path / "robot"))
+    assert a.groups.source == "the LeRobot dataset's feature names"
+    assert a.groups.parts == {"cart": (0, 1), "pole": (2, 3)} and a.culprit_groups == ("pole",)
+    state["names"] = ["x", "theta"]
+    (meta / "info.json").write_text(json.dumps(info))
+    with pytest.raises(PerturbationError, match="names 2 elements of its 'observation.state' "
+                                                "feature, and the observation has 4"):
+        observation_groups(gym.make("CartPole-v1"), tmp_path / "robot")

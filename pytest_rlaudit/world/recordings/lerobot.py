@@ -50,7 +50,7 @@ from ..._optional import require
 from ...errors import DatasetError
 from .base import Recording
 
-__all__ = ["read_lerobot", "action_box", "STATE", "ACTION"]
+__all__ = ["read_lerobot", "action_box", "feature_names", "STATE", "ACTION"]
 
 #: The default observation and action columns.
 STATE, ACTION = "observation.state", "action"
@@ -113,6 +113,14 @@ def _shaped(array: np.ndarray, name: str, feature: Any, where: str) -> np.ndarra
                            f"frame, but meta/info.json's features say shape {list(want)}; "
                            "the dataset is inconsistent: write it again")
     return array.reshape((len(array), *want))
+
+
+def feature_names(path: str | os.PathLike[str], feature: str = STATE) -> tuple[str, ...]:
+    """The names ``meta/info.json`` of the LeRobot dataset at ``path`` gives the elements of
+    ``feature`` (the state, by default): a robot's joints, say; () where it names none."""
+    folder = Path(path)
+    features = _info(folder, f"LeRobot dataset {folder}").get("features")
+    return _names(features.get(feature)) if isinstance(features, dict) else ()
 
 
 def _names(feature: Any) -> tuple[str, ...]:
