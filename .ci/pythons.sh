@@ -68,10 +68,12 @@ for py in "${pythons[@]}"; do
         cd "$clone"
         where=$("$venv/bin/python" -c 'import pytest_rlaudit; print(pytest_rlaudit.__file__)')
         case $where in "$venv"/*) ;; *) echo "imports $where, not the wheel"; exit 1;; esac
-        # One process, and not the inner runs under xdist (the slowest third, and xdist's
-        # channel is the same on every Python); the browser check of the HTML report runs
-        # in the 3.11 stages, where chromium is installed.
-        RLAUDIT_NO_BROWSER=1 "$venv/bin/python" -m pytest tests -q -p no:cacheprovider \
+        # Spread over the cores as the README's command does (one process is the lowest
+        # stage's check; three Pythons in one process each were half of .ci/run's time), and
+        # not the inner runs under xdist (the slowest third, and xdist's channel is the same
+        # on every Python); the browser check of the HTML report runs in the 3.11 stages,
+        # where chromium is installed.
+        RLAUDIT_NO_BROWSER=1 "$venv/bin/python" -m pytest tests -q -p no:cacheprovider -n auto \
             -k "not xdist and not n2" --durations=5
     )
     echo "== Python $version: $(( $(date +%s) - start )) s"

@@ -53,6 +53,7 @@ from ..world.scenarios import Scenario, ScenarioLike
 from .attribution_result import Attribution, Contrast
 from .attributor import EXACT_GROUPS, PERMUTATIONS, Attributor
 from .engine import Engine
+from .outcomes import ScenarioResult
 from .settings import AuditSettings, check_episodes
 from .shapley import Share
 
@@ -127,9 +128,11 @@ def attribute(agent: Any, env: EnvLike, scenario: ScenarioLike, *,
 
 def attribute_with(engine: Engine, scenario: Scenario,
                    groups: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-                   method: str = "auto") -> Attribution:
+                   method: str = "auto", known: ScenarioResult | None = None) -> Attribution:
     """:func:`attribute` with the engine made (the plugin's, which keeps the nominal
-    episodes it already ran) and ``scenario`` checked to act on observations only."""
+    episodes it already ran) and ``scenario`` checked to act on observations only.
+    ``known``: the audit's own result of ``scenario`` on this engine's agent, env and seed,
+    whose first episodes are the attribution's run of the whole scenario (not run again)."""
     engine.check([scenario])
     given = engine.env.batch.given if engine.env.batch is not None else None
     if given is not None:
@@ -140,4 +143,4 @@ def attribute_with(engine: Engine, scenario: Scenario,
             found = observation_groups(probe, groups, engine.policy)
         finally:
             probe.close()
-    return Attributor(engine, scenario, found, method).run()
+    return Attributor(engine, scenario, found, method, known).run()

@@ -12,11 +12,12 @@ import numpy as np
 from .._format import share
 from ..stats.paired import degradation_p_value, holm, paired_ratio_ci, ratio
 from ..stats.ratings import RATINGS, rating
-from ..world.observation_groups import Groups
+from ..world.observation_groups import Groups, ordered
 from ..world.perturbations import OnPart
 from ..world.scenarios import NOMINAL, Scenario
 from .attribution_result import Attribution, Contrast, diagnosis, words
 from .engine import Engine
+from .outcomes import ScenarioResult
 from .reference import reference_score
 from .shapley import pair_synergy, shapley_shares
 
@@ -35,7 +36,8 @@ class Attributor:
     """One attribution: ``engine``'s agent and env under ``scenario`` (calibrated here if
     it is sized by the observations' spread), split among ``groups``."""
 
-    def __init__(self, engine: Engine, scenario: Scenario, groups: Groups, method: str) -> None:
+    def __init__(self, engine: Engine, scenario: Scenario, groups: Groups, method: str,
+                 known: ScenarioResult | None = None) -> None:
         self.engine, self.groups, self.s = engine, groups, engine.settings
         self.indices = range(self.s.episodes)
         self.nominal = engine.nominal(self.indices).returns
@@ -46,6 +48,11 @@ class Attributor:
         self.values: dict[frozenset[str], np.ndarray] = {frozenset(): self.nominal}
         self.seen: dict[tuple[Any, ...], np.ndarray] = {}
         self.runs = 1  # nominal's
+        n = self.s.episodes
+        if (known is not None and known.name == scenario.name and len(known.returns) >= n
+                and np.array_equal(known.seeds[:n], self.s.seed + np.arange(n))):
+            # the same episodes of the same scenario: the audit that failed ran them
+            self.seen[(ordered(groups.whole), 0, n)] = np.asarray(known.returns[:n])
         self.reference = 0.0
         self.alpha = 1.0 - self.s.confidence
 
@@ -54,7 +61,7 @@ class Attributor:
         """Returns of the scenario seen on ``part`` (elements or keys) only; on the whole
         observation, the scenario itself. Under the scenario's own name: its own draws."""
         indices = indices or self.indices
-        part = tuple(sorted(set(part), key=lambda x: (str(type(x)), x)))
+        part = ordered(part)
         key = (part, indices.start, indices.stop)
         if key not in self.seen:
             sc = self.scenario
@@ -72,8 +79,8 @@ class Attributor:
             self.values[coalition] = self.on(self.groups.union(sorted(coalition)))
         return self.values[coalition]
 
-    def ratio_of(self, returns: np.ndarray, nominal: np.ndarray | None = None) -> float:
-        return ratio(self.nominal if nominal is None else nominal, returns, self.reference)
+    def ratio_of(self, returns: np.ndarray) -> float:
+        return ratio(self.nominal, returns, self.reference)
 
     # the attribution ----------------------------------------------------------------
     def run(self) -> Attribution:
@@ -262,7 +269,7 @@ class Attributor:
             else:
                 group, _, i = name[:-1].rpartition("[")
                 out.append(self.groups.parts[group][int(i)])
-        return tuple(sorted(set(out), key=lambda x: (str(type(x)), x)))
+        return ordered(out)
 
     def ddmin(self, items: list[str], fails: Callable[[list[str]], bool],
               notes: list[str]) -> list[str]:

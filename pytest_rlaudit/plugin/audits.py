@@ -159,11 +159,12 @@ class ItemAudits:
                              timeout=s.timeout, call_timeout=s.call_timeout)
 
     def attribute(self, item: pytest.Item, scenario: Scenario, policy: Any, spec: Any,
-                  settings: AuditSettings) -> Any:
+                  settings: AuditSettings, result: Any) -> Any:
         """The :class:`~pytest_rlaudit.auditing.attribution.Attribution` of ``scenario``'s
-        failure on ``item``, when --rl-attribute or an ``rl_attribute`` marker asks for it
-        and the scenario acts on observations only; else None. On the audit's own
-        engine cache: its nominal episodes are not run again."""
+        failure on ``item`` (its audit's ``result``), when --rl-attribute or an
+        ``rl_attribute`` marker asks for it and the scenario acts on observations only;
+        else None. On the audit's own engine cache and episodes: neither its nominal
+        episodes nor the failing scenario's are run again."""
         from .markers import attribute_marker
 
         marker = attribute_marker(item.get_closest_marker("rl_attribute"))
@@ -176,7 +177,7 @@ class ItemAudits:
             return None
         engine = Engine(policy, spec, settings, cache=self.cache)
         with settings.limits():
-            return attribute_with(engine, scenario, (marker or {}).get("groups"))
+            return attribute_with(engine, scenario, (marker or {}).get("groups"), known=result)
 
     # ---------------------------------------------------------------------- running
 
@@ -248,7 +249,8 @@ class ItemAudits:
                 message = check.message
                 if not check.passed and record["rating"] != INCONCLUSIVE:
                     try:
-                        said = self.attribute(item, scenario, policy, spec, settings)
+                        said = self.attribute(item, scenario, policy, spec, settings,
+                                             check.result)
                     except RLAuditError as exc:  # the failure stays the robustness one
                         message += f"\n  which sensor: not attributed: {exc}"
                     else:

@@ -274,9 +274,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--rl-attribute", _flag, False, "attribute each observation scenario that fails "
            "its threshold (noise, delay, dropped frames) to observation groups: the scenario "
            "on each group alone and on all but it, Shapley shares and the culprit groups, "
-           "with intervals. Costs runs of the audit's episodes: 2G + 2 for G groups (up to "
-           "8 groups every coalition, 2^G + 1), the culprit search's (up to 40 a pass) and 2 "
-           "on fresh seeds."),
+           "with intervals. Costs runs of the audit's episodes beyond its own nominal and "
+           "scenario ones: 2G for G groups (up to 8 groups every coalition, 2^G - 2), the "
+           "culprit search's (up to 40 a pass) and 2 on fresh seeds."),
     Option("--rl-batch-size", _batch_size, None, "env slots stepped together per policy call "
            "(default 128).", "N"),
     Option("--rl-workers", _workers, None, "run the episodes in N processes (or auto: one per "

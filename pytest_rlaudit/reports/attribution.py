@@ -14,9 +14,9 @@ the record.
 ...        "interactions": [], "runs": 4, "diagnosis": "delay breaks it through qvel: ..."}
 >>> for line in attribution_lines("t::x[delay]", doc): print("".join(t for t, _ in line))
 t::x[delay]: which sensor: delay breaks it through qvel: ... (a significant loss on fresh seeds too)
-  group  size  alone  95% CI (2 contrasts)  all but it  95% CI           share of loss
-  qpos   2     0.970  0.870 to 1.000        0.030       -0.070 to 0.130  0.000
-  qvel   2     0.030  -0.070 to 0.130       0.970       0.870 to 1.000   0.980
+  group  size  alone  95% CI (2 contrasts)  all but  95% CI           Shapley
+  qpos   2     0.970  0.870 to 1.000        0.030    -0.070 to 0.130  0.000
+  qvel   2     0.030  -0.070 to 0.130       0.970    0.870 to 1.000   0.980
   groups: the MuJoCo env's observation_structure; 4 runs of the episodes
 """
 
@@ -44,8 +44,9 @@ def attribution_lines(nodeid: str, doc: dict[str, Any]) -> list[Line]:
     lines: list[Line] = [[(f"{nodeid}: which sensor: {doc['diagnosis']}{_confirmation(doc)}",
                            rating)]]
     level = f"{doc['confidence']:.0%} CI ({doc['family']} contrasts)"
-    rows = [["group", "size", "alone", level, "all but it", f"{doc['confidence']:.0%} CI",
-             "share of loss"]]
+    # headers short enough for 80 columns; the HTML table says them in full
+    rows = [["group", "size", "alone", level, "all but", f"{doc['confidence']:.0%} CI",
+             "Shapley"]]
     for g, only in doc["only"].items():
         rest, share = doc["all_but"][g], doc["shapley"].get(g)
         rows.append([g, str(len(doc["groups"].get(g, []))), fixed(only["ratio"]),

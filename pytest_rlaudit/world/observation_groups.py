@@ -23,7 +23,17 @@ from gymnasium import spaces
 
 from ..errors import PerturbationError
 
-__all__ = ["Groups", "observation_groups"]
+__all__ = ["Groups", "observation_groups", "ordered"]
+
+
+def ordered(part: Sequence[Any]) -> tuple[Any, ...]:
+    """Elements (indices) or keys of an observation, each once, in one order whatever
+    order they were named in (a run is kept by its part).
+
+    >>> ordered([3, 1, 3])
+    (1, 3)
+    """
+    return tuple(sorted(set(part), key=lambda x: (str(type(x)), x)))
 
 
 @dataclass(frozen=True)
@@ -49,8 +59,7 @@ class Groups:
 
     def union(self, names: Sequence[str]) -> tuple[Any, ...]:
         """The elements (or keys) of ``names`` together, in observation order."""
-        chosen = [x for name in names for x in self.parts[name]]
-        return tuple(sorted(set(chosen), key=lambda x: (str(type(x)), x)))
+        return ordered([x for name in names for x in self.parts[name]])
 
     def split(self, name: str) -> Groups:
         """The group ``name`` as groups of one element each (a key of a Dict stays whole),

@@ -14,7 +14,9 @@ import pytest
 from browser import chromium
 
 import pytest_rlaudit.verdicts.assertions  # noqa: F401  (the engine, and scipy with it)
+from pytest_rlaudit import attribute
 from pytest_rlaudit.auditing.records import validate
+from pytest_rlaudit.scenarios import get
 
 AGENTS = """
 import numpy as np
@@ -23,6 +25,9 @@ def pole(obs):
     # balances CartPole from the pole's angle and angular velocity alone
     return (obs[:, 2] + 0.5 * obs[:, 3] > 0).astype(int)
 """
+namespace: dict[str, object] = {}
+exec(AGENTS, namespace)
+_pole = namespace["pole"]
 
 MARKED = """
 import pytest
@@ -52,7 +57,7 @@ def test_a_marked_test_names_the_sensor_its_failure_comes_through(project):
         "*which sensor: delay breaks it through pole: pole alone keeps *, everything but "
         "pole keeps 100%; within them, pole[[]1[]] alone keeps *",
         "*test_pole.py::test_pole[[]delay[]]: which sensor: delay breaks it through pole*",
-        "*group*size*alone*95% CI (2 contrasts)*all but it*share of loss",
+        "*group*size*alone*95% CI (2 contrasts)*all but*Shapley",
         "*cart*2*1.000*1.000 to 1.000*",
         "*groups: groups= as given; * runs of the episodes",
     ])
@@ -67,6 +72,13 @@ def test_a_marked_test_names_the_sensor_its_failure_comes_through(project):
     said = rec["attribution"]
     assert said["kind"] == "attribution" and said["culprit_groups"] == ["pole"]
     assert said["only"]["cart"]["ratio"] == 1.0
+    # the same numbers as attribute() on its own, which runs the whole scenario the
+    # failing audit had already run: the plugin takes those episodes from the audit
+    alone = attribute(_pole, "CartPole-v1", get("delay").with_params(steps=3), episodes=8,
+                      groups={"cart": [0, 1], "pole": [2, 3]}).to_dict()
+    assert said["runs"] == alone["runs"] - 1
+    for key in ("full", "only", "all_but", "shapley", "culprits", "confirmed", "diagnosis"):
+        assert said[key] == alone[key], key
     page = (project.path / "report" / "index.html").read_text()
     assert "<h4>Which sensor</h4>" in page and "delay breaks it through pole" in page
     assert page.count("<svg") >= 2  # the paired returns, and the groups' chart
