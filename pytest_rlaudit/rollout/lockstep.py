@@ -36,6 +36,7 @@ from .._seeding import episode_seed_sequence
 from ..errors import EnvContractError, RLAuditError, RolloutError
 from ..world.batches.chains import Chain
 from ..world.batches.kinds import BatchKind
+from ..world.rows import as_rows, blank, copied, put, row_of, take
 from ..world.scenarios import Scenario
 from . import calls, replay_row
 from .checks import ObservationContract, where
@@ -83,7 +84,9 @@ class BatchGroup:
         # rows whose scenario's wrappers change the action (or its hold), what is seen
         self.decides = np.zeros(n, dtype=bool)
         self.observes = np.zeros(n, dtype=bool)
-        self.seen: np.ndarray | None = None  # what each row's agent saw last (made at the first reset)
+        # what each row's agent saw last (made at the first reset): an array, or a dict of
+        # arrays for a Dict observation space (see .rows)
+        self.seen: Any = None
         self.deciding = _NONE  # the rows of the last reply, in its order
 
     # ------------------------------------------------------------------ episodes
@@ -114,19 +117,19 @@ class BatchGroup:
                 f"the reset of {self.kind.label} failed ({type(exc).__name__}: {exc}) at "
                 f"{where(self.names[s], episodes[0], self.seed, 0)}",
                 scenario=self.names[s], episode=episodes[0], step=0) from exc
-        first = np.asarray(first)
+        first = as_rows(first)
         if self.seen is None:
-            self.seen = np.zeros((self.kind.num_envs, *first.shape[1:]), dtype=first.dtype)
+            self.seen = blank(first, self.kind.num_envs)
         seen = self.seen
-        seen[free] = first
+        put(seen, free, first)
         for i, (row, job, episode) in enumerate(zip(free.tolist(), jobs, episodes, strict=True)):
             s = job[0]
             chain = self.chain[row] = self._chain(row, s)
             self.decides[row] = chain is not None and chain.decides
             self.observes[row] = chain is not None and chain.observes
             if chain is not None:
-                seen[row] = chain.reset(first[i], episode_seed_sequence(
-                    self.seed, episode, self.names[s]), self.seed + episode)
+                put(seen, row, chain.reset(row_of(first, i), episode_seed_sequence(
+                    self.seed, episode, self.names[s]), self.seed + episode))
             self.job[row] = job
             self.ids[row] = s * len(self.indices) + job[1]
             started.append(job)
@@ -202,11 +205,11 @@ class BatchGroup:
             if len(due) == n:  # every row (no timing scenario): whole arrays, no indices
                 self.agent_steps += 1
                 self.ret += self.held
-                seen[...] = obs
+                put(seen, slice(None), obs)
             else:
                 self.agent_steps[due] += 1
                 self.ret[due] += self.held[due]
-                seen[due] = obs[due]
+                put(seen, due, take(obs, due))
             watched = due[self.observes[due]]
             if len(watched):
                 self._observe(watched, obs)
@@ -214,7 +217,7 @@ class BatchGroup:
             if ending.any():
                 for row in due[ending].tolist():
                     finished.append(self._finish(row, not over[row], bool(terminated[row]),
-                                                 seen[row].copy()))
+                                                 copied(row_of(seen, row))))
                 going = due[~ending]
                 self._fill(started, fresh)
             else:
@@ -253,12 +256,12 @@ class BatchGroup:
         seen = self.seen
         assert seen is not None  # made at the first reset
         for _, mine, chains in self._by_scenario(rows):
-            if len(chains[0].layers) == 1:
+            if len(chains[0].layers) == 1 and not isinstance(obs, dict):
                 layers = [c.layers[0] for c in chains]
                 seen[mine] = type(layers[0]).observe_rows(layers, obs[mine])
-            else:
+            else:  # a Dict observation: each row's chain on its row, key by key inside
                 for row, c in zip(mine.tolist(), chains, strict=True):
-                    seen[row] = c.observe(obs[row])
+                    put(seen, row, c.observe(copied(row_of(obs, row))))
 
     def plain(self) -> bool:
         """Whether every row runs an episode without wrappers (nominal's, or another
@@ -280,12 +283,13 @@ class BatchGroup:
         self.ret += rewards
         seen = self.seen
         assert seen is not None  # made at the first reset
-        seen[...] = obs
+        put(seen, slice(None), obs)
         over = terminated | truncated
         ending = over | (self.agent_steps >= self.max_steps)
         if not ending.any():
             return self._reply(None, [], [], [])
-        finished = [self._finish(row, not over[row], bool(terminated[row]), seen[row].copy())
+        finished = [self._finish(row, not over[row], bool(terminated[row]),
+                                 copied(row_of(seen, row)))
                     for row in np.flatnonzero(ending).tolist()]
         started: list[Job] = []
         fresh: list[int] = []
@@ -352,14 +356,14 @@ class BatchGroup:
         """What the deciding ``rows`` (None: every row) see, as one batch of the declared
         shape: a copy, which the rows' next observations do not overwrite."""
         assert self.seen is not None  # made at the first reset
-        batch = self.seen.copy() if rows is None else self.seen[rows]
+        batch = copied(self.seen) if rows is None else take(self.seen, rows)
         if self.contract.fits(batch):
             return batch
-        for row in range(len(batch)) if rows is None else rows:  # rare: find the culprit
+        for row in range(self.kind.num_envs) if rows is None else rows:  # rare: the culprit
             job = self.job[row]
             assert job is not None
             at = where(self.names[job[0]], self.indices[job[1]], self.seed, int(self.agent_steps[row]))
-            self.contract.check(self.seen[row], f"at {at}")
+            self.contract.check(row_of(self.seen, row), f"at {at}")
         raise EnvContractError(
             f"the observations of {self.kind.label} do not stack into one batch of its "
             f"observation space {self.contract.space}; each must have the declared shape")

@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from goal_envs import HORIZON, ReachEnv, TupleEnv
 from gymnasium import spaces
 
 from pytest_rlaudit import Scenario, Schedule, audit, scenarios
@@ -316,6 +317,45 @@ def test_a_sync_vector_env_of_box_actions_audits_as_its_env_id_does():
                   reference="random")
     _same_audits(given, alone)
     assert not np.array_equal(given["action_noise"].returns, given.nominal.returns)
+
+
+def _reach() -> gym.Env:
+    return gym.wrappers.TimeLimit(ReachEnv(drift=0.05), max_episode_steps=HORIZON)
+
+
+def _to_goal(obs: dict) -> np.ndarray:
+    """Steers toward the goal a goal-conditioned agent is given (a batch of Dict rows)."""
+    return np.clip(5.0 * (obs["desired_goal"] - obs["achieved_goal"]), -1.0, 1.0)
+
+
+def test_a_vector_env_of_dict_observations_audits_as_its_factory_does(monkeypatch):
+    # a goal-conditioned env (gymnasium-robotics' observation / achieved_goal /
+    # desired_goal Dict): every observation, action and timing scenario on the batch,
+    # the observation ones key by key (desired_goal exact by default)
+    steps: list[int] = []
+    real = VectorRows.step
+    monkeypatch.setattr(VectorRows, "step", lambda self, a: (steps.append(1), real(self, a))[1])
+    names = ["obs_noise", "delay", "dropped_obs", "jitter", "speed_5x", "action_noise"]
+    venv = gym.vector.SyncVectorEnv([_reach] * 4)
+    try:
+        given = audit(_to_goal, venv, scenarios=names, episodes=6, seed=3)
+    finally:
+        venv.close()
+    assert steps  # the vector env given ran the episodes
+    alone = audit(_to_goal, _reach, scenarios=names, episodes=6, seed=3)
+    _same_audits(given, alone)
+    assert all(not np.array_equal(given[n].returns, given.nominal.returns) for n in names)
+
+
+def test_a_vector_env_of_other_observations_than_arrays_is_refused_with_the_remedy():
+    venv = gym.vector.SyncVectorEnv([TupleEnv] * 2)
+    try:
+        with pytest.raises(EnvContractError, match=r"array observations \(a Box, or a Dict of "
+                                                   r"Boxes\), and its observations are Tuple.*"
+                                                   r"pass a factory of one env instead"):
+            audit(_zeros, venv, scenarios=["delay"], episodes=2)
+    finally:
+        venv.close()
 
 
 def test_an_async_vector_env_audits_as_its_env_id_does():

@@ -32,6 +32,7 @@ from gymnasium import spaces
 from gymnasium.utils.seeding import np_random
 
 from ...errors import EnvContractError
+from ..rows import row_of, take
 from .protocol import POLICY_KEY, BatchedEnv
 
 __all__ = ["BatchKind", "BatchSource", "CartPoleRows", "VectorRows", "ProtocolRows", "RowView",
@@ -64,11 +65,13 @@ class BatchKind:
     action_space: gym.Space[Any]
 
     def reset(self, ids: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
-        """The first observations of rows ``ids``, row ``ids[i]`` reset with ``seeds[i]``."""
+        """The first observations of rows ``ids``, row ``ids[i]`` reset with ``seeds[i]``
+        (an array with a row each; a dict of such arrays for a Dict observation space)."""
         raise NotImplementedError
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Every row stepped: observations, rewards (float64), terminated, truncated."""
+        """Every row stepped: observations (as :meth:`reset` gives them), rewards
+        (float64), terminated, truncated."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -172,11 +175,14 @@ class VectorRows(BatchKind):
         self.num_envs = int(venv.num_envs)
         self.observation_space = venv.single_observation_space
         self.action_space = venv.single_action_space
-        if not isinstance(self.observation_space, spaces.Box):
+        space = self.observation_space
+        if not (isinstance(space, spaces.Box) or (isinstance(space, spaces.Dict) and all(
+                isinstance(part, spaces.Box) for part in space.values()))):
             raise EnvContractError(
                 f"{self.label}: a vector env runs as one batch with array observations (a "
-                f"Box), and its observations are {self.observation_space}; pass a factory of "
-                "one env instead (lambda: gym.make(...)): the audit then runs one env per row")
+                f"Box, or a Dict of Boxes), and its observations are {space}; pass a "
+                "factory of one env instead (lambda: gym.make(...)): the audit then runs one "
+                "env per row")
         self._started = False
         self.per_env = one_factory(venv)
         if self.per_env is None and isinstance(venv, _BUILT_FROM_FACTORIES):
@@ -196,12 +202,19 @@ class VectorRows(BatchKind):
         else:  # the first reset resets every row: the others get seeds of their own
             self._started = True
             obs, _ = self.venv.reset(seed=[s if s is not None else 0 for s in every])  # type: ignore[arg-type]
-        rows: np.ndarray = as_numpy(obs)[ids]
+        rows: np.ndarray = take(_batch_of(obs), ids)
         return rows
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         obs, rewards, terminated, truncated = _split(self.venv.step(actions), self.label)
-        return as_numpy(obs), rewards, terminated, truncated
+        return _batch_of(obs), rewards, terminated, truncated
+
+
+def _batch_of(obs: Any) -> Any:
+    """A vector env's observations as numpy: an array, or a dict of arrays (a Dict space)."""
+    if isinstance(obs, dict):
+        return {k: as_numpy(v) for k, v in obs.items()}
+    return as_numpy(obs)
 
 
 _BUILT_FROM_FACTORIES = (gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv)
@@ -356,10 +369,10 @@ class RowView(gym.Env):
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
-        return self.kind.reset(self._row, [0 if seed is None else seed])[0], {}
+        return row_of(self.kind.reset(self._row, [0 if seed is None else seed]), 0), {}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         actions = self._actions.copy()
         actions[0] = action
         obs, rewards, terminated, truncated = self.kind.step(actions)
-        return obs[0], float(rewards[0]), bool(terminated[0]), bool(truncated[0]), {}
+        return row_of(obs, 0), float(rewards[0]), bool(terminated[0]), bool(truncated[0]), {}

@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ...errors import DatasetError
+from ..rows import take
 
 __all__ = ["Recording", "rows", "take", "width"]
 
@@ -24,13 +25,6 @@ __all__ = ["Recording", "rows", "take", "width"]
 def rows(obs: Any) -> int:
     """The number of steps of an observation array or a Dict of them."""
     return len(next(iter(obs.values()))) if isinstance(obs, dict) else len(obs)
-
-
-def take(obs: Any, index: Any) -> Any:
-    """Steps ``index`` (a slice or an index array) of an observation array or Dict."""
-    if isinstance(obs, dict):
-        return {key: value[index] for key, value in obs.items()}
-    return obs[index]
 
 
 def width(obs: Any) -> str:
