@@ -85,7 +85,7 @@ class BatchGroup:
         self.decides = np.zeros(n, dtype=bool)
         self.observes = np.zeros(n, dtype=bool)
         # what each row's agent saw last (made at the first reset): an array, or a dict of
-        # arrays for a Dict observation space (see .rows)
+        # arrays for a Dict observation space (see pytest_rlaudit.world.rows)
         self.seen: Any = None
         self.deciding = _NONE  # the rows of the last reply, in its order
 
