@@ -119,7 +119,7 @@ def run_batch(policy: Policy, env: AuditEnv, kind: BatchKind, scenarios: Sequenc
         sink = progress.current()
         if sink is not None:
             sink.planned(len(jobs) - again, horizon=None, parallel=False, copies=policy.shards_freely)
-        out = drive(policy, [[LocalGroup(group)]], jobs, scenarios, indices,  # type: ignore[arg-type]
+        out = drive(policy, [[LocalGroup(group)]], jobs, scenarios, indices,
                     seed=seed, record=record, space=kind.action_space)
     finally:
         group.close()

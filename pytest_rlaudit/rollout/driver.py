@@ -1,7 +1,7 @@
 """The runner's half of a pool of env slots: it hands out the queue's jobs, makes every
 policy call and gathers the results by (scenario, episode).
 
-Groups of env slots (:class:`~.slots.SlotGroup`) step the envs, in this process
+Groups of env slots (:class:`~.lockstep.BatchGroup`) step the envs, in this process
 (:class:`~.workers.LocalGroup`) or in a worker process (:class:`~.workers.WorkerPart`),
 all behind one ``send``/``receive`` pair. :func:`drive` runs one pool: a :class:`Driver`
 holds what every group shares (the per-episode arrays, each row's policy state, the

@@ -1,10 +1,12 @@
 """A lock-step batch of envs driven as a group of slots: every running row advances one env
 step per tick; a row whose agent does not decide this tick repeats its held action.
 
-A :class:`BatchGroup` answers the runner as a :class:`~.slots.SlotGroup` does
-(``step(actions, jobs)`` returns a :class:`~.slots.Reply`), over a batch kind
-(:mod:`pytest_rlaudit.world.batches.kinds`): a vector env or a batched simulator steps
-all its rows in one call. Timing scenarios become per-row decision masks: after the
+A :class:`BatchGroup` is every group the runner drives (``step(actions, jobs)`` returns
+a :class:`~.slots.Reply`), over a batch kind (:mod:`pytest_rlaudit.world.batches.kinds`):
+a vector env or a batched simulator steps all its rows in one call; the scalar path's
+rows (:class:`~.slots.SlotRows`) are one gymnasium env each, stepped in a loop, each
+wrapped whole by its scenario (dynamics, pushes and adversarial attacks act inside an
+env's step), and give their own observations, reward traces and lives. Timing scenarios become per-row decision masks: after the
 agent's action a row holds it for the number of env steps its chain's ``decide`` says,
 and only the rows whose hold is over (or whose episode ended) reach the next policy
 call. Each row runs its scenario's wrappers by their own hooks
@@ -40,7 +42,7 @@ from ..world.rows import as_rows, blank, copied, put, row_of, take
 from ..world.scenarios import Scenario
 from . import calls, replay_row
 from .checks import ObservationContract, where
-from .slots import Finished, Job, Reply
+from .slots import Finished, Job, Reply, SlotRows
 
 __all__ = ["BatchGroup"]
 
@@ -66,7 +68,11 @@ class BatchGroup:
         n = kind.num_envs
         self.slots = list(range(n))  # what the runner counts (LocalGroup.slots)
         self.spaces = (kind.observation_space, kind.action_space)
-        self.contract = ObservationContract(kind.observation_space, kind.label)
+        # one env per row, each wrapped whole by its scenario (the scalar path): its rows
+        # are told their jobs, and give their own observations, traces and lives
+        self.whole = kind if isinstance(kind, SlotRows) else None
+        self.contract = None if self.whole else ObservationContract(kind.observation_space,
+                                                                     kind.label)
         self.queue: deque[Job] = deque()
         self.job: list[Job | None] = [None] * n
         self.ids = np.zeros(n, dtype=np.int64)  # each row's job as one number (Reply.ids)
@@ -91,7 +97,7 @@ class BatchGroup:
 
     # ------------------------------------------------------------------ episodes
     def _chain(self, row: int, s: int) -> Chain | None:
-        if self.scenarios[s].perturbation is None:
+        if self.whole or self.scenarios[s].perturbation is None:
             return None
         chain = self.chains.get((row, s))
         if chain is None:
@@ -107,6 +113,10 @@ class BatchGroup:
             return
         jobs = [self.queue.popleft() for _ in range(len(free))]
         episodes = [self.indices[e] for _, e in jobs]
+        whole = self.whole
+        if whole is not None:
+            for row, job in zip(free.tolist(), jobs, strict=True):
+                whole.assign(row, job)
         try:
             first = self.kind.reset(free, [self.seed + e for e in episodes])
         except RLAuditError:
@@ -117,18 +127,18 @@ class BatchGroup:
                 f"the reset of {self.kind.label} failed ({type(exc).__name__}: {exc}) at "
                 f"{where(self.names[s], episodes[0], self.seed, 0)}",
                 scenario=self.names[s], episode=episodes[0], step=0) from exc
-        first = as_rows(first)
-        if self.seen is None:
-            self.seen = blank(first, self.kind.num_envs)
-        seen = self.seen
-        put(seen, free, first)
+        if whole is None:
+            first = as_rows(first)
+            if self.seen is None:
+                self.seen = blank(first, self.kind.num_envs)
+            put(self.seen, free, first)
         for i, (row, job, episode) in enumerate(zip(free.tolist(), jobs, episodes, strict=True)):
             s = job[0]
             chain = self.chain[row] = self._chain(row, s)
             self.decides[row] = chain is not None and chain.decides
             self.observes[row] = chain is not None and chain.observes
             if chain is not None:
-                put(seen, row, chain.reset(row_of(first, i), episode_seed_sequence(
+                put(self.seen, row, chain.reset(row_of(first, i), episode_seed_sequence(
                     self.seed, episode, self.names[s]), self.seed + episode))
             self.job[row] = job
             self.ids[row] = s * len(self.indices) + job[1]
@@ -141,7 +151,10 @@ class BatchGroup:
 
     def _record(self, rewards: np.ndarray) -> None:
         """This tick's rewards, every row's: a running row's trace is its column from the
-        tick its episode started (:meth:`_finish`)."""
+        tick its episode started (:meth:`_finish`); rows of one env each keep their own."""
+        if self.whole is not None:
+            self.tick += 1
+            return
         at = self.tick - self.base
         if at == len(self.rewards):  # full: drop the ticks no running episode needs
             first = int(self.start[self.running].min(initial=self.tick))
@@ -153,13 +166,19 @@ class BatchGroup:
         self.rewards[at] = rewards
         self.tick += 1
 
-    def _finish(self, row: int, capped: bool, terminated: bool, last: Any) -> Finished:
+    def _finish(self, row: int, capped: bool, terminated: bool) -> Finished:
         job = self.job[row]
         assert job is not None  # a running row has its job
         self.running[row] = False
         self.job[row] = None
-        first = int(self.start[row]) - self.base
-        trace = self.rewards[first:self.tick - self.base, row].copy()
+        whole = self.whole
+        if whole is not None:
+            whole.end(row)
+            trace, last = whole.trace(row), whole.last(row)
+        else:
+            first = int(self.start[row]) - self.base
+            trace = self.rewards[first:self.tick - self.base, row].copy()
+            last = copied(row_of(self.seen, row))
         return Finished(job, float(self.ret[row]), int(self.agent_steps[row]), len(trace), capped,
                         trace, terminated, last)
 
@@ -170,18 +189,19 @@ class BatchGroup:
         self.queue.extend(jobs)
         rows = self.deciding
         if len(rows) == len(self.running) and self.plain():
-            self.actions[rows] = actions  # rows: every row, not always in row order
+            self._act(rows, actions)  # rows: every row, not always in row order
             return self._plain()
         if len(rows):
             self.left[rows] = 1
             self.held[rows] = 0.0
-            self.actions[rows] = actions
+            self._act(rows, actions)
             if self.decides.any():
                 chained = np.flatnonzero(self.decides[rows])
                 if len(chained):
                     self._decide(rows[chained], np.asarray(actions)[chained])
         started: list[Job] = []
         finished: list[Finished] = []
+        restarted: list[Job] = []
         fresh: list[int] = []
         going = _NONE
         self._fill(started, fresh)
@@ -200,29 +220,50 @@ class BatchGroup:
             due = np.flatnonzero(run & ((self.left <= 0) | over))  # agent steps complete
             if not len(due):
                 continue
-            seen = self.seen
-            assert seen is not None  # made at the first reset
             if len(due) == n:  # every row (no timing scenario): whole arrays, no indices
                 self.agent_steps += 1
                 self.ret += self.held
-                put(seen, slice(None), obs)
+                self._see(slice(None), obs)
             else:
                 self.agent_steps[due] += 1
                 self.ret[due] += self.held[due]
-                put(seen, due, take(obs, due))
+                self._see(due, obs)
             watched = due[self.observes[due]]
             if len(watched):
                 self._observe(watched, obs)
             ending = over[due] | (self.agent_steps[due] >= self.max_steps)
+            self._lives(restarted)
             if ending.any():
                 for row in due[ending].tolist():
-                    finished.append(self._finish(row, not over[row], bool(terminated[row]),
-                                                 copied(row_of(seen, row))))
+                    finished.append(self._finish(row, not over[row], bool(terminated[row])))
                 going = due[~ending]
                 self._fill(started, fresh)
             else:
                 going = due
-        return self._reply(going, fresh, started, finished)
+        return self._reply(going, fresh, started, finished, restarted)
+
+    def _act(self, rows: np.ndarray, actions: Any) -> None:
+        """The agents' ``actions`` for ``rows``: held in the batch's array, or, on rows of
+        one env each, given to each env as the policy gave it (never cast)."""
+        if self.whole is not None:
+            self.whole.give(rows, actions)
+        else:
+            self.actions[rows] = actions
+
+    def _see(self, rows: Any, obs: Any) -> None:
+        """``rows`` (indices, or every row's slice) see their rows of ``obs``, the batch's
+        observations; rows of one env each keep their own (:meth:`_batch` asks)."""
+        if self.whole is None:
+            put(self.seen, rows, obs if isinstance(rows, slice) else take(obs, rows))
+
+    def _lives(self, restarted: list[Job]) -> None:
+        """The jobs of rows of one env each whose agent restarts within its episode this
+        tick (an Atari life lost; the rows say so of episodes their env goes on with),
+        save those the step cap ends."""
+        whole = self.whole
+        if whole is not None and whole.restarted:
+            restarted.extend(self.job[row] for row in whole.restarted  # type: ignore[misc]
+                             if self.agent_steps[row] < self.max_steps)
 
     def _by_scenario(self, rows: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, list[Chain]]]:
         """``rows`` (rows with chains) by scenario: each group's positions in ``rows``, its
@@ -281,36 +322,36 @@ class BatchGroup:
         self._record(rewards)
         self.agent_steps += 1
         self.ret += rewards
-        seen = self.seen
-        assert seen is not None  # made at the first reset
-        put(seen, slice(None), obs)
+        self._see(slice(None), obs)
+        restarted: list[Job] = []
+        self._lives(restarted)
         over = terminated | truncated
         ending = over | (self.agent_steps >= self.max_steps)
         if not ending.any():
-            return self._reply(None, [], [], [])
-        finished = [self._finish(row, not over[row], bool(terminated[row]),
-                                 copied(row_of(seen, row)))
+            return self._reply(None, [], [], [], restarted)
+        finished = [self._finish(row, not over[row], bool(terminated[row]))
                     for row in np.flatnonzero(ending).tolist()]
         started: list[Job] = []
         fresh: list[int] = []
         self._fill(started, fresh)
-        return self._reply(np.flatnonzero(~ending), fresh, started, finished)
+        return self._reply(np.flatnonzero(~ending), fresh, started, finished, restarted)
 
     def _reply(self, going: np.ndarray | None, fresh: list[int], started: list[Job],
-               finished: list[Finished]) -> Reply:
+               finished: list[Finished], restarted: list[Job]) -> Reply:
         """The reply of a step: the rows whose agent decides next (``going``, then the
-        ``fresh`` ones; None: every row, in row order), what started and what ended."""
+        ``fresh`` ones; None: every row, in row order), what started, what ended and whose
+        agent restarts."""
         if going is None:
             self.deciding = np.arange(len(self.running))
             return Reply(list(self.job), self._batch(None), self.agent_steps.tolist(),  # type: ignore[arg-type]
-                         started, finished, len(self.queue), ids=self.ids.copy())
+                         started, finished, len(self.queue), restarted, ids=self.ids.copy())
         self.deciding = deciding = np.concatenate([going, fresh]).astype(np.int64, copy=False)
         if not len(deciding):
-            return Reply([], None, [], started, finished, len(self.queue))
+            return Reply([], None, [], started, finished, len(self.queue), restarted)
         picked: Any = itemgetter(*deciding.tolist())(self.job)  # a tuple of jobs, or one job
         return Reply(list(picked) if len(deciding) > 1 else [picked], self._batch(deciding),
                      self.agent_steps[deciding].tolist(), started, finished, len(self.queue),
-                     ids=self.ids[deciding])
+                     restarted, ids=self.ids[deciding])
 
     def _tick(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         watch = calls._ACTIVE
@@ -355,7 +396,9 @@ class BatchGroup:
     def _batch(self, rows: np.ndarray | None) -> Any:
         """What the deciding ``rows`` (None: every row) see, as one batch of the declared
         shape: a copy, which the rows' next observations do not overwrite."""
-        assert self.seen is not None  # made at the first reset
+        if self.whole is not None:
+            return self.whole.batch(range(self.kind.num_envs) if rows is None else rows.tolist())
+        assert self.seen is not None and self.contract is not None  # made at the first reset
         batch = copied(self.seen) if rows is None else take(self.seen, rows)
         if self.contract.fits(batch):
             return batch

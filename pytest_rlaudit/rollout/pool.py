@@ -34,8 +34,9 @@ from .batch_pool import alone, batch_for, run_batch, split_off
 from .batches import EpisodeBatch, warn_capped
 from .deadline import Expired
 from .driver import drive, placer
+from .lockstep import BatchGroup
 from .shards import Shard, plan, run_forked
-from .slots import Job, SlotGroup, attach_policy
+from .slots import Job, SlotRows
 from .workers import SPIN_SECONDS, LocalGroup, WorkerPart, WorkerProcess, usable_cores
 
 __all__ = ["run_pool", "episode_indices", "DEFAULT_BATCH_SIZE", "LOCAL_SHARE", "PHASE_ROWS"]
@@ -123,18 +124,25 @@ def run_pool(
     count = max(1, min(workers, len(jobs)))
     sizes = _layout(max(batch_size, count), count, len(jobs))
     verdict = reset_verdict(env)
-    group = partial(SlotGroup, env, scenarios, indices, seed=seed, max_steps=max_steps,
-                    reuse=verdict.kind == EXACT)
+    slot_rows = partial(SlotRows, env, scenarios, indices, seed=seed,
+                        reuse=verdict.kind == EXACT)
+
+    def group(rows: SlotRows) -> BatchGroup:
+        return BatchGroup(rows, scenarios, indices, seed=seed, max_steps=max_steps)
+
     # Env groups: per phase, this process's own and one in each further worker process.
-    own = [group(slots=n) for n in sizes[0]]
+    own: list[BatchGroup] = []
     processes: list[WorkerProcess] = []
     stuck = False
     try:
-        first, spaces = _first_env(policy, own)
+        mine = slot_rows(slots=sizes[0][0])  # with the first env, which sets the spaces
+        own.append(group(mine))
+        first, spaces = _first_env(policy, mine)
+        own.extend(group(slot_rows(slots=n, spaces=spaces, policy=policy)) for n in sizes[0][1:])
         spin = SPIN_SECONDS if count <= usable_cores() else 0.0
         place = placer([s.name for s in scenarios], indices, seed)
         for parts in sizes[1:]:
-            build = _builder(group, policy, spaces, parts)
+            build = _builder(group, slot_rows, policy, spaces, parts)
             processes.append(WorkerProcess(build, parts, spin, place=place))
         phases: list[list[LocalGroup | WorkerPart]] = [
             [LocalGroup(own_group), *(w.part(k) for w in processes)]
@@ -180,18 +188,13 @@ def _run_shards(policy: Policy, env: AuditEnv, scenarios: Sequence[Scenario], in
     return out  # run_forked warned what the shards warned
 
 
-def _first_env(policy: Policy, own: list[SlotGroup]) -> tuple[gym.Env, Spaces]:
-    """The first env, made by this process's first group (kept for its first job), and its
+def _first_env(policy: Policy, rows: SlotRows) -> tuple[gym.Env, Spaces]:
+    """The first env, made by this process's first rows (kept for its first job), and its
     spaces: the policy learns them from it, and every other env must keep them."""
-    first = own[0].make(0)
-    policy.bind(first[0].observation_space, first[0].action_space)
-    if attach_policy(first[0], policy):  # its step observations are deferred attacks
-        own[0].attacks = True
-    own[0].free[0] = [first]
-    spaces = cast(Spaces, own[0].spaces)  # set by the first env it made
-    for group in own:
-        group.policy, group.spaces = policy, spaces
-    return first[0], spaces
+    spaces = cast(Spaces, rows.spaces)  # set by the first env it made
+    policy.bind(*spaces)
+    rows.bind(policy)  # its envs may attack the agent
+    return rows.free[0][0][0], spaces
 
 
 def _layout(slots: int, processes: int, jobs: int) -> list[list[int]]:
@@ -208,8 +211,8 @@ def _layout(slots: int, processes: int, jobs: int) -> list[list[int]]:
     return [[len(part) for part in np.array_split(np.arange(n), phases)] for n in per]
 
 
-def _builder(group: Callable[..., SlotGroup], policy: Policy, spaces: Spaces,
-             sizes: list[int]) -> Callable[[], list[SlotGroup]]:
+def _builder(group: Callable[[SlotRows], BatchGroup], rows: Callable[..., SlotRows],
+             policy: Policy, spaces: Spaces, sizes: list[int]) -> Callable[[], list[BatchGroup]]:
     """What a worker process runs to build its groups, one per phase (inherited by fork,
     never pickled)."""
-    return lambda: [group(slots=n, spaces=spaces, policy=policy) for n in sizes]
+    return lambda: [group(rows(slots=n, spaces=spaces, policy=policy)) for n in sizes]

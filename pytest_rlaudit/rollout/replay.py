@@ -73,8 +73,9 @@ from . import calls
 from .batches import EpisodeBatch
 from .checks import ActionChecker, action_refused, agent_failed, output_not_finite, show, where
 from .deadline import current
+from .lockstep import BatchGroup
 from .runner import DEFAULT_MAX_STEPS
-from .slots import SlotGroup
+from .slots import SlotRows
 
 __all__ = ["check_replay", "check_replayed", "Replayed", "REPLAY_STEPS", "PREFIX_STEPS"]
 
@@ -293,13 +294,11 @@ def _replay(policy: Policy, env: AuditEnv, seed: int, episode: int, steps: int) 
     """Nominal episode ``episode`` in a fresh env, up to ``steps`` agent steps, one
     policy call of one row per step, as the runner makes them."""
     run = _Run()
-    group = SlotGroup(env, [NOMINAL], [episode], seed=seed, max_steps=steps, slots=1,
-                      reuse=False)
+    rows = SlotRows(env, [NOMINAL], [episode], seed=seed, slots=1, reuse=False)
+    group = BatchGroup(rows, [NOMINAL], [episode], seed=seed, max_steps=steps)
     try:
-        first = group.make(0)
-        policy.bind(first[0].observation_space, first[0].action_space)
-        group.free[0] = [first]
-        check_actions = ActionChecker(first[0].action_space)
+        policy.bind(rows.observation_space, rows.action_space)
+        check_actions = ActionChecker(rows.action_space)
         policy.reset()
         try:
             states = ([policy.initial_state(episode_seed_sequence(seed, episode, POLICY_STREAM))]

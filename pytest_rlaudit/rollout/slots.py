@@ -1,17 +1,27 @@
-"""Env slots: the half of the runner that owns environments.
+"""Env slots: one gymnasium env per row of a lock-step batch.
 
-A :class:`SlotGroup` holds some of the pool's env slots. It is driven one decision step
-at a time: ``step(actions, jobs)`` applies the actions the policy chose for its active
-rows, finishes the episodes that ended, starts queued (scenario, episode) jobs in the
-slots that are free, and returns a :class:`Reply` with the next observations. It knows
-nothing of the policy's call, so the same group runs in the runner's process or in a
-worker process (:mod:`.workers`), and the policy calls stay batched in one place.
+:class:`SlotRows` is the batch kind (:mod:`pytest_rlaudit.world.batches.kinds`) of the
+scalar path: each row holds one env of the audited env, wrapped whole by the scenario of
+the episode it runs (timing, observation and action perturbations by their gymnasium
+wrappers, which are the batch hooks on a batch of one; dynamics, pushes, adversarial
+attacks and users' own wrappers inside the env's step). The same
+:class:`~.lockstep.BatchGroup` that drives a vector env or a batched simulator drives it:
+the queue of (scenario, episode) jobs, the returns, the caps and the replies are that
+one's. What the rows add is what one env per row has: a reward trace and contract
+checks below the perturbations, an Atari life lost, the adversarial attacks of all rows
+in one batch, and a new env per episode where ``reset(seed=...)`` is not exact. It knows
+nothing of the policy's call, so its group runs in the runner's process or in a worker
+process (:mod:`.workers`), and the policy calls stay batched in one place.
 
->>> import numpy as np
+This module also holds the records every group's replies are made of (:class:`Reply`,
+:class:`Finished`).
+
 >>> from pytest_rlaudit import scenarios
+>>> from pytest_rlaudit.rollout.lockstep import BatchGroup
 >>> from pytest_rlaudit.world.envs import env_spec
->>> group = SlotGroup(env_spec("CartPole-v1"), scenarios.resolve(["nominal"]), [0, 1],
-...                   seed=0, max_steps=10_000, slots=2)
+>>> nominal = scenarios.resolve(["nominal"])
+>>> rows = SlotRows(env_spec("CartPole-v1"), nominal, [0, 1], seed=0, slots=2)
+>>> group = BatchGroup(rows, nominal, [0, 1], seed=0, max_steps=10_000)
 >>> reply = group.step(None, [(0, 0), (0, 1)])
 >>> reply.obs.shape, reply.started
 ((2, 4), [(0, 0), (0, 1)])
@@ -21,9 +31,9 @@ worker process (:mod:`.workers`), and the policy calls stay batched in one place
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, SupportsFloat, cast
 
 import gymnasium as gym
@@ -32,6 +42,7 @@ import numpy as np
 from .._seeding import episode_seed_sequence
 from ..errors import EnvContractError, RolloutError
 from ..world.atari import LIVES_LOST
+from ..world.batches.kinds import BatchKind
 from ..world.envs import AuditEnv
 from ..world.perturbations import seed_perturbations
 from ..world.perturbations.pgd import Pending, attack_all
@@ -43,9 +54,10 @@ from .deadline import Expired
 if TYPE_CHECKING:
     from ..world.agents import Policy
 
-__all__ = ["Finished", "Reply", "SlotGroup", "where", "stack"]
+__all__ = ["Finished", "Reply", "SlotRows", "where", "stack"]
 
 Job = tuple[int, int]  # (scenario position, episode position)
+_row = attrgetter("row")
 
 
 def stack(observations: Sequence[Any]) -> Any:
@@ -128,15 +140,16 @@ class _StepCounter(gym.Wrapper):
 
 
 class _Slot:
-    __slots__ = ("counter", "env", "group", "job", "lost", "obs", "ret", "steps")
+    __slots__ = ("action", "counter", "env", "group", "job", "lost", "obs", "row", "steps")
 
-    def __init__(self, group: SlotGroup) -> None:
+    def __init__(self, group: SlotRows, row: int) -> None:
         self.group = group  # for the watcher's words (:meth:`waiting_on`)
+        self.row = row
         self.job: Job | None = None
         self.env: gym.Env | None = None
         self.counter: _StepCounter | None = None
         self.obs: Any = None
-        self.ret = 0.0
+        self.action: Any = None  # the agent's, for the env's next step
         self.steps = 0
         self.lost = 0  # lives lost so far in the episode (Atari), as the env's info says
 
@@ -151,9 +164,9 @@ class _Slot:
 
 if TYPE_CHECKING:
     class _Running(_Slot):
-        """A slot running an episode (``SlotGroup.active``): its job, env and counter are
+        """A slot running an episode (``SlotRows.live``): its job, env and counter are
         set. For the type checker only: at run time it is a :class:`_Slot`, which
-        :meth:`SlotGroup._start` makes one of (the hot path checks nothing per step)."""
+        :meth:`SlotRows.assign` makes one of (the hot path checks nothing per step)."""
 
         job: Job
         env: gym.Env
@@ -162,8 +175,8 @@ else:
     _Running = _Slot
 
 
-#: Whether a group attacks the observations of all its slots in one batch (see
-#: :meth:`SlotGroup._attack`); False only to time the per-observation attack against it
+#: Whether the rows' adversarial attacks run in one batch (see
+#: :meth:`SlotRows._attack`); False only to time the per-observation attack against it
 #: (benchmarks/bench_adversarial.py): the numbers are the same either way.
 _BATCH_ATTACKS = True
 
@@ -190,38 +203,64 @@ def attach_policy(env: gym.Env, policy: Policy) -> bool:
     return True
 
 
-class SlotGroup:
-    """``slots`` env slots running jobs of ``scenarios`` x ``indices`` (see the module).
+class SlotRows(BatchKind):
+    """``slots`` gymnasium envs of ``env`` as the rows of a lock-step batch
+    (:class:`~.lockstep.BatchGroup`), each row's env wrapped whole by the scenario of the
+    episode it runs (see the module).
 
     ``reuse``: whether an env may run a later episode of its scenario (exact when
     ``reset(seed=...)`` restores everything; see :func:`~pytest_rlaudit.world.reuse.
     reset_is_exact`); else each episode gets a new env. ``spaces``: the observation and
-    action spaces every scenario's env must keep (None: the first env made sets them).
-    ``policy``: handed to wrappers that attack the agent (adversarial observations).
+    action spaces every scenario's env must keep (None: an env of the first scenario is
+    made here, and its spaces are the ones). ``policy``: handed to wrappers that attack
+    the agent (adversarial observations).
     """
 
+    whole = True
+
     def __init__(self, env: AuditEnv, scenarios: Sequence[Scenario], indices: Sequence[int], *,
-                 seed: int, max_steps: int, slots: int, reuse: bool = True,
+                 seed: int, slots: int, reuse: bool = True,
                  spaces: tuple[gym.Space[Any], gym.Space[Any]] | None = None,
                  policy: Policy | None = None) -> None:
         self.audit_env = env
+        self.label = f"env {env.name!r}"
+        self.num_envs = slots
         self.scenarios = list(scenarios)
         self.names = [s.name for s in scenarios]
         self.indices = list(indices)
         self.seed = seed
-        self.max_steps = max_steps
         self.reuse = reuse
         self.spaces = spaces
         self.policy = policy
-        self.slots = [_Slot(self) for _ in range(slots)]
-        self.active: list[_Running] = []
-        self.idle: list[_Slot] = list(self.slots)
-        self.queue: deque[Job] = deque()
+        self.rows = [_Slot(self, row) for row in range(slots)]
+        self.live: list[_Running] = []  # the rows running an episode
+        self.restarted: list[int] = []
         self.free: dict[int, list[tuple[gym.Env, _StepCounter]]] = {}
         self.made: list[gym.Env] = []
         self.bases: dict[int, gym.Env] = {}  # the open ones, by id (kept, so ids stay unique)
         self.contract: ObservationContract | None = None  # from the first env made
         self.attacks = False  # whether some env's step observations are deferred attacks
+        if spaces is None:  # the first env: it sets the spaces, and runs the first job
+            try:
+                self.free[0] = [self.make(0)]
+            except BaseException:
+                self.close()
+                raise
+
+    @property
+    def observation_space(self) -> gym.Space[Any]:  # type: ignore[override]
+        assert self.spaces is not None  # set by the first env made
+        return self.spaces[0]
+
+    @property
+    def action_space(self) -> gym.Space[Any]:  # type: ignore[override]
+        assert self.spaces is not None
+        return self.spaces[1]
+
+    def idle_actions(self) -> np.ndarray:
+        """Unused: each row's env steps with its own action (:meth:`give`), as the policy
+        gave it, never cast into a shared array."""
+        return np.zeros(self.num_envs)
 
     # ------------------------------------------------------------------ envs
     def make(self, s: int) -> tuple[gym.Env, _StepCounter]:
@@ -265,6 +304,13 @@ class SlotGroup:
             self.attacks = True
         return wrapped, counter
 
+    def bind(self, policy: Policy) -> None:
+        """Hand ``policy`` to the envs made so far that attack the agent, and to those to come."""
+        self.policy = policy
+        for wrapped in self.made:
+            if attach_policy(wrapped, policy):
+                self.attacks = True
+
     def _release(self, slot: _Running) -> None:
         if self.reuse:
             self.free.setdefault(slot.job[0], []).append((slot.env, slot.counter))
@@ -276,25 +322,37 @@ class SlotGroup:
         idle.env = idle.counter = None
 
     def close(self) -> None:
-        """Close every env this group made."""
+        """Close every env the rows made."""
         for wrapped in self.made:
             wrapped.close()
         self.made = []
 
     # ------------------------------------------------------------------ episodes
-    def _start(self, slot: _Slot, job: Job) -> _Running:
-        """Start ``job`` in ``slot``, idle or just done with an episode: it is running now."""
-        s, e = job
-        episode = self.indices[e]
-        if slot.env is not None:  # it ran the episode that just ended
+    def assign(self, row: int, job: Job) -> None:
+        """Row ``row`` runs ``job`` from its next reset: an env of its scenario (the one it
+        holds if that may run it, else a spare or a new one)."""
+        slot = self.rows[row]
+        if slot.env is not None:  # it ran an episode before
             done = cast(_Running, slot)
-            if not self.reuse or done.job[0] != s:
+            if not self.reuse or done.job[0] != job[0]:
                 self._release(done)
         if slot.env is None:
-            slot.env, slot.counter = self.make(s)
+            slot.env, slot.counter = self.make(job[0])
         slot.job = job
-        run = cast(_Running, slot)  # its job, env and counter are set now
-        run.ret, run.steps, run.lost = 0.0, 0, 0
+
+    def reset(self, ids: np.ndarray, seeds: Sequence[int]) -> Any:
+        started = []
+        for row in ids.tolist():
+            run = cast(_Running, self.rows[row])  # its job, env and counter are set now
+            self._start(run)
+            started.append(run)
+        self.live = sorted([*self.live, *started], key=_row)
+        return None  # the group asks for each reply's rows (batch)
+
+    def _start(self, run: _Running) -> None:
+        s, e = run.job
+        episode = self.indices[e]
+        run.steps, run.lost = 0, 0
         seed_perturbations(run.env, episode_seed_sequence(self.seed, episode, self.names[s]))
         run.counter.at = (self.names[s], episode, self.seed)
         watch = calls._ACTIVE
@@ -314,13 +372,28 @@ class SlotGroup:
         except Expired as exc:  # the audit's deadline struck in this reset
             raise exc.locate(self.names[s], episode, 0, "in the env's reset at "
                              f"{where(self.names[s], episode, self.seed, 0)}") from None
-        return run
 
-    def _finish(self, slot: _Running, capped: bool, terminated: bool = False,
-                last_obs: Any = None) -> Finished:
-        return Finished(slot.job, slot.ret, slot.steps, len(slot.counter.rewards), capped,
-                        np.asarray(slot.counter.rewards, dtype=np.float64), terminated,
-                        last_obs)
+    def end(self, row: int) -> None:
+        """Row ``row``'s episode is over (its env is kept for the row's next job)."""
+        self.live.remove(cast(_Running, self.rows[row]))
+
+    def give(self, rows: np.ndarray, actions: Any) -> None:
+        """The agents' ``actions`` for ``rows`` (``actions[i]`` for ``rows[i]``), each
+        kept as the policy gave it for its env's next step."""
+        slots = self.rows
+        for i, row in enumerate(rows.tolist()):
+            slots[row].action = actions[i]
+
+    def trace(self, row: int) -> np.ndarray:
+        """The env's reward at every env step of row ``row``'s episode so far, below the
+        perturbations (which may hold an action for several)."""
+        counter = self.rows[row].counter
+        assert counter is not None  # a row that ran an episode has its env
+        return np.asarray(counter.rewards, dtype=np.float64)
+
+    def last(self, row: int) -> Any:
+        """What row ``row``'s last step returned, as the agent sees it."""
+        return self.rows[row].obs
 
     def _fail(self, slot: _Running, what: str) -> RolloutError:
         name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
@@ -332,26 +405,27 @@ class SlotGroup:
         return exc.locate(name, episode, slot.steps,
                           f"in the env's step at {where(name, episode, self.seed, slot.steps)}")
 
-    def step(self, actions: Any, jobs: Sequence[Job] = ()) -> Reply:
-        """Step every active row with its action (``actions[i]`` for row ``i`` of the last
-        reply), queue ``jobs``, fill free slots from the queue, and say what happened."""
-        # The hot path of every rollout: one pass over the active slots per decision step.
-        self.queue.extend(jobs)
-        started: list[Job] = []
-        finished: list[Finished] = []
-        still: list[_Running] = []
-        restarted: list[Job] = []
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+        """Step the env of every running row with the action :meth:`give` gave it; the
+        observations are asked for by rows (:meth:`batch`)."""
+        # The hot path of every rollout on one env per row: one pass over the running rows.
+        n = self.num_envs
+        rewards = np.zeros(n)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        restarted: list[int] = []
+        going: list[_Running] = []
         watch = calls._ACTIVE  # notes each call for the watcher: one store (see .calls)
-        for i, slot in enumerate(self.active):
+        for slot in self.live:
             if watch is not None:
                 watch.on = slot
             try:
-                obs, reward, terminated, truncated, info = slot.env.step(actions[i])
+                obs, reward, done, cut, info = slot.env.step(slot.action)
             except EnvContractError:
                 raise
             except Exception as exc:
                 if unpacks_old_api(exc):  # gymnasium's own wrappers unpack it below us
-                    raise slot.counter.contract.old_api(  # the group's contract
+                    raise slot.counter.contract.old_api(  # the rows' contract
                         f"a step failed unpacking what the env's step() returned ({exc}) at "
                         f"{where(self.names[slot.job[0]], self.indices[slot.job[1]], self.seed, slot.steps)}"
                     ) from exc
@@ -362,45 +436,25 @@ class SlotGroup:
             reward = float(reward)
             if not math.isfinite(reward):
                 raise self._fail(slot, f"the env returned a non-finite reward {reward}")
-            slot.ret += reward
-            if terminated or truncated or slot.steps >= self.max_steps:
-                finished.append(self._finish(slot, not (terminated or truncated),
-                                             bool(terminated), obs))
-                if self.queue:
-                    job = self.queue.popleft()
-                    self._start(slot, job)
-                    started.append(job)
-                    still.append(slot)
-                else:
-                    self._release(slot)
-                    idle: _Slot = slot
-                    idle.job = None
-                    self.idle.append(idle)
-            else:
-                slot.obs = obs
-                still.append(slot)
-                lost = info.get(LIVES_LOST, slot.lost) if info else slot.lost
-                if lost != slot.lost:  # the zoo's frame stack starts afresh at a lost life
-                    slot.lost = lost
-                    restarted.append(slot.job)
-        if self.attacks:  # before the new episodes start: their reset observations are clean
-            self._attack(still)
-        while self.idle and self.queue:
-            job = self.queue.popleft()
-            running = self._start(self.idle.pop(), job)
-            started.append(job)
-            still.append(running)
-        self.active = still
-        if watch is not None:
-            watch.on = None  # no call of this group's under way
-        return Reply([slot.job for slot in still], self._batch(still) if still else None,
-                     [slot.steps for slot in still], started, finished, len(self.queue),
-                     restarted)
+            row = slot.row
+            rewards[row] = reward
+            slot.obs = obs
+            if done or cut:
+                terminated[row], truncated[row] = bool(done), bool(cut)
+                continue
+            going.append(slot)
+            lost = info.get(LIVES_LOST, slot.lost) if info else slot.lost
+            if lost != slot.lost:  # the zoo's frame stack starts afresh at a lost life
+                slot.lost = lost
+                restarted.append(row)
+        self.restarted = restarted
+        if self.attacks:  # the episodes going on only: a last observation is never attacked
+            self._attack(going)
+        return None, rewards, terminated, truncated
 
     def _attack(self, rows: list[_Running]) -> None:
         """Run the deferred attacks of ``rows`` in one batch, each row's result the one its
-        wrapper computes alone (:mod:`~pytest_rlaudit.world.perturbations.pgd`). Episodes
-        that just ended are not in ``rows``: their last observation is never attacked."""
+        wrapper computes alone (:mod:`~pytest_rlaudit.world.perturbations.pgd`)."""
         attacked = [slot for slot in rows if isinstance(slot.obs, Pending)]
         if not attacked:
             return
@@ -416,18 +470,19 @@ class SlotGroup:
         for slot, obs in zip(attacked, worst, strict=True):
             slot.obs = obs
 
-    def _batch(self, rows: list[_Running]) -> Any:
+    def batch(self, rows: Sequence[int]) -> Any:
         """The observations of ``rows`` as one batch, of the declared shape on every
         decision step (bounds are held on the first steps only, by the counters)."""
         contract = self.contract
         assert contract is not None  # made with the first env, before any row ran
+        slots = [cast(_Running, self.rows[row]) for row in rows]
         try:
-            batch = stack([slot.obs for slot in rows])
+            batch = stack([slot.obs for slot in slots])
         except (ValueError, TypeError):  # rows of different shapes: found just below
             batch = None
         if batch is not None and contract.fits(batch):
             return batch
-        for slot in rows:  # rare: find the culprit for the message
+        for slot in slots:  # rare: find the culprit for the message
             name, episode = self.names[slot.job[0]], self.indices[slot.job[1]]
             contract.check(slot.obs, f"at {where(name, episode, self.seed, slot.steps)} "
                            "(as the agent sees it, after the scenario's perturbation)")

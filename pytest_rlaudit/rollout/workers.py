@@ -8,7 +8,7 @@ runner's own and N - 1 forked worker processes, and the runner alone makes the p
 calls, batched. Only the env stepping is spread.
 
 Where the groups are large (:data:`~.pool.PHASE_ROWS`), the slots of every process are
-split into two *phases* (one :class:`~.slots.SlotGroup` each), driven in turn: while a
+split into two *phases* (one :class:`~.lockstep.BatchGroup` each), driven in turn: while a
 worker steps its envs of one phase, the runner makes the policy call for the other
 phase, steps its own envs of it and reads the worker's reply. So a worker does not wait
 for policy calls or round trips, as long as it holds a little more env work than the
@@ -43,7 +43,8 @@ from .._checks import workers as check_workers
 from ..errors import RolloutError
 from . import lifeline
 from .deadline import GRACE, Expired, current, error_of
-from .slots import Job, Reply, SlotGroup
+from .lockstep import BatchGroup
+from .slots import Job, Reply
 from .travel import Travelling
 
 __all__ = ["WorkerProcess", "WorkerPart", "LocalGroup", "Failure", "died", "fork_context",
@@ -97,10 +98,10 @@ def died(process: Any) -> RolloutError:
 
 
 class LocalGroup:
-    """A :class:`SlotGroup` in this process, behind the same send/receive pair as a
+    """A :class:`BatchGroup` in this process, behind the same send/receive pair as a
     worker's: ``send`` stores the step, ``receive`` runs it."""
 
-    def __init__(self, group: SlotGroup) -> None:
+    def __init__(self, group: BatchGroup) -> None:
         self.group = group
         self.slots = len(group.slots)
         self._pending: tuple[Any, Sequence[Job]] = (None, ())
@@ -152,8 +153,8 @@ class _Waiter:
         self.skip = self.BACK_OFF
 
 
-def _serve(conn: Any, build: Callable[[], list[SlotGroup]], spin: float) -> None:
-    groups: list[SlotGroup] = []
+def _serve(conn: Any, build: Callable[[], list[BatchGroup]], spin: float) -> None:
+    groups: list[BatchGroup] = []
     waiter = _Waiter(spin)
     bound = current()  # this process's own deadline (lifeline.start armed it)
     try:
@@ -192,7 +193,7 @@ Placer = Callable[[Expired, Sequence[Job], Sequence[int], str], Expired]
 
 
 class WorkerProcess:
-    """A forked worker process holding one :class:`SlotGroup` per phase (``build``
+    """A forked worker process holding one :class:`BatchGroup` per phase (``build``
     returns them), each with ``sizes[k]`` slots. It steps them in the order asked, and
     replies in that order: a reply is read by the part that asked first (:meth:`part`).
 
@@ -201,7 +202,7 @@ class WorkerProcess:
     :data:`~.deadline.GRACE` seconds ``place`` names the rows it held.
     """
 
-    def __init__(self, build: Callable[[], list[SlotGroup]], sizes: Sequence[int],
+    def __init__(self, build: Callable[[], list[BatchGroup]], sizes: Sequence[int],
                  spin: float = 0.0, place: Placer | None = None) -> None:
         self.sizes = list(sizes)
         self.waiter = _Waiter(spin)

@@ -10,6 +10,10 @@ Three kinds wrap what users have:
   seeds (``SyncVectorEnv``, ``AsyncVectorEnv``, ``gym.make_vec``);
 - :class:`ProtocolRows`: a simulator behind the :class:`~.protocol.BatchedEnv` protocol.
 
+The fourth kind, the scalar path's (one gymnasium env per row, each wrapped whole by its
+scenario), is :class:`pytest_rlaudit.rollout.slots.SlotRows`: it needs the runner's
+contract checks and deadline, so it lives with them.
+
 >>> rows = CartPoleRows("CartPole-v1", 3)
 >>> rows.reset(np.array([0, 2]), [5, 6]).shape
 (2, 4)
