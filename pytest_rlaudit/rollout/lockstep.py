@@ -6,13 +6,17 @@ a :class:`~.slots.Reply`), over a batch kind (:mod:`pytest_rlaudit.world.batches
 a vector env or a batched simulator steps all its rows in one call; the scalar path's
 rows (:class:`~.slots.SlotRows`) are one gymnasium env each, stepped in a loop, each
 wrapped whole by its scenario (dynamics, pushes and adversarial attacks act inside an
-env's step), and give their own observations, reward traces and lives. Timing scenarios become per-row decision masks: after the
-agent's action a row holds it for the number of env steps its chain's ``decide`` says,
-and only the rows whose hold is over (or whose episode ended) reach the next policy
-call. Each row runs its scenario's wrappers by their own hooks
+env's step), and give their own observations, reward traces and lives.
+
+Timing scenarios on a batch become per-row decision masks: after the agent's action a
+row holds it for the number of env steps its chain's ``decide`` says, and only the rows
+whose hold is over (or whose episode ended) reach the next policy call. Each row runs its
+scenario's wrappers by their own hooks
 (:class:`~pytest_rlaudit.world.batches.chains.Chain`), seeded as the scalar path seeds
 them, so a row's episode does not depend on its neighbours, on the batch size or on the
-batch kind: it is the scalar path's, number for number.
+batch kind: it is the scalar path's, number for number. (On the scalar path's rows the
+same hooks run inside each env's step, by the scenario's gymnasium wrappers: with one env
+per row there is no batched step to share, and a hold costs no policy call either way.)
 
 >>> import numpy as np
 >>> from pytest_rlaudit import scenarios
@@ -244,7 +248,8 @@ class BatchGroup:
 
     def _act(self, rows: np.ndarray, actions: Any) -> None:
         """The agents' ``actions`` for ``rows``: held in the batch's array, or, on rows of
-        one env each, given to each env as the policy gave it (never cast)."""
+        one env each, given to each env as its own row of the policy's output (an env may
+        keep the action it was given: a shared array would change it under the env)."""
         if self.whole is not None:
             self.whole.give(rows, actions)
         else:

@@ -258,8 +258,8 @@ class SlotRows(BatchKind):
         return self.spaces[1]
 
     def idle_actions(self) -> np.ndarray:
-        """Unused: each row's env steps with its own action (:meth:`give`), as the policy
-        gave it, never cast into a shared array."""
+        """Unused: each row's env steps with its own row of the policy's output
+        (:meth:`give`), never a row of an array the next step overwrites."""
         return np.zeros(self.num_envs)
 
     # ------------------------------------------------------------------ envs
@@ -379,7 +379,7 @@ class SlotRows(BatchKind):
 
     def give(self, rows: np.ndarray, actions: Any) -> None:
         """The agents' ``actions`` for ``rows`` (``actions[i]`` for ``rows[i]``), each
-        kept as the policy gave it for its env's next step."""
+        kept for its env's next step."""
         slots = self.rows
         for i, row in enumerate(rows.tolist()):
             slots[row].action = actions[i]
