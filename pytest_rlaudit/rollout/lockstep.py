@@ -98,6 +98,7 @@ class BatchGroup:
         # arrays for a Dict observation space (see pytest_rlaudit.world.rows)
         self.seen: Any = None
         self.deciding = _NONE  # the rows of the last reply, in its order
+        self.every = np.arange(n)  # every row, in row order (never written to)
 
     # ------------------------------------------------------------------ episodes
     def _chain(self, row: int, s: int) -> Chain | None:
@@ -311,7 +312,10 @@ class BatchGroup:
 
     def plain(self) -> bool:
         """Whether every row runs an episode without wrappers (nominal's, or another
-        batch's), so that every row's agent decides at every tick."""
+        batch's, or one env each wrapped whole), so that every row's agent decides at
+        every tick."""
+        if self.whole is not None:
+            return bool(self.running.all())
         return bool(self.running.all()) and not (self.decides.any() or self.observes.any())
 
     def _plain(self) -> Reply:
@@ -321,7 +325,7 @@ class BatchGroup:
         gives, bit for bit); ``left`` and ``held`` are reset for every row at the next
         general step."""
         obs, rewards, terminated, truncated = self._tick()
-        if not np.isfinite(rewards).all():
+        if self.whole is None and not np.isfinite(rewards).all():  # rows of one env check theirs
             bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
             raise self._fail(bad, f"{self.kind.label} returned a non-finite reward {rewards[bad]}")
         self._record(rewards)
@@ -347,7 +351,7 @@ class BatchGroup:
         ``fresh`` ones; None: every row, in row order), what started, what ended and whose
         agent restarts."""
         if going is None:
-            self.deciding = np.arange(len(self.running))
+            self.deciding = self.every
             return Reply(list(self.job), self._batch(None), self.agent_steps.tolist(),  # type: ignore[arg-type]
                          started, finished, len(self.queue), restarted, ids=self.ids.copy())
         self.deciding = deciding = np.concatenate([going, fresh]).astype(np.int64, copy=False)

@@ -410,9 +410,7 @@ class SlotRows(BatchKind):
         observations are asked for by rows (:meth:`batch`)."""
         # The hot path of every rollout on one env per row: one pass over the running rows.
         n = self.num_envs
-        rewards = np.zeros(n)
-        terminated = np.zeros(n, dtype=bool)
-        truncated = np.zeros(n, dtype=bool)
+        rewards, terminated, truncated = np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         restarted: list[int] = []
         going: list[_Running] = []
         watch = calls._ACTIVE  # notes each call for the watcher: one store (see .calls)
